@@ -1,0 +1,45 @@
+import path from 'node:path'
+import AutoLoad from '@fastify/autoload'
+import type { ValidatorFactory } from '@fastify/ajv-compiler'
+import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Config } from './lib/config.js'
+import { buildValidator } from './lib/validation.js'
+import type { AppOptions } from './plugins/config.js'
+
+export type { AppOptions }
+
+/**
+ * The server options of the application. server.ts and the tests build the app with
+ * these same options, so the tests exercise the real validation and limits.
+ */
+export function serverOptions (config: Config): FastifyServerOptions {
+  return {
+    logger: {
+      level: config.logLevel,
+      redact: ['req.headers.authorization', 'req.headers.cookie']
+    },
+    // Errors are logged, not every request.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: 32 * 1024,
+    requestTimeout: 30_000,
+    connectionTimeout: 30_000,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    // ajv-compiler's factory type only knows its own ajv; ours returns Fastify's validator contract.
+    schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } },
+    routerOptions: { ignoreTrailingSlash: true }
+  }
+}
+
+/** The application as one plugin: the plugins first, then the routes. */
+export default async function app (fastify: FastifyInstance, opts: AppOptions) {
+  await fastify.register(AutoLoad, {
+    dir: path.join(import.meta.dirname, 'plugins'),
+    options: opts
+  })
+  await fastify.register(AutoLoad, {
+    dir: path.join(import.meta.dirname, 'routes'),
+    options: opts
+  })
+}

@@ -1,0 +1,29 @@
+import pg from 'pg'
+import type { Knex } from 'knex'
+import type { Config } from './config.js'
+import { EmbeddedPostgres } from './embedded-postgres.js'
+import { migrationSource } from './migrations.js'
+
+const { builtins, getTypeParser } = pg.types
+const parseTimestamp = getTypeParser(builtins.TIMESTAMPTZ)
+
+/** Dates stay `YYYY-MM-DD` text and timestamps become ISO 8601 UTC strings, whatever the time zones. */
+const types = {
+  getTypeParser (oid: number, format?: string) {
+    if (oid === builtins.DATE) return (value: string) => value
+    if (oid === builtins.TIMESTAMPTZ) return (value: string) => parseTimestamp(value).toISOString()
+    return getTypeParser(oid, format as 'text')
+  }
+}
+
+/** The knex settings of the service, shared by the knex plugin and the knex CLI. */
+export function knexConfig (config: Config): Knex.Config {
+  const db = config.db ?? new EmbeddedPostgres(config.dataDir).connection
+  return {
+    client: 'pg',
+    connection: { ...db, types, application_name: 'student-records-api' },
+    pool: { min: 0, max: config.dbPoolMax },
+    migrations: { migrationSource, tableName: 'knex_migrations' }
+  }
+}
+

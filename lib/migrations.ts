@@ -1,0 +1,27 @@
+import { readdir } from 'node:fs/promises'
+import path from 'node:path'
+import { pathToFileURL } from 'node:url'
+import type { Knex } from 'knex'
+
+const MIGRATIONS_DIR = path.join(import.meta.dirname, '..', 'db', 'migrations')
+
+/**
+ * Lists db/migrations/ by name without the file extension, so that the same database
+ * can be migrated from the TypeScript sources (tests) and from the compiled dist/.
+ */
+export const migrationSource: Knex.MigrationSource<string> = {
+  async getMigrations () {
+    const files = await readdir(MIGRATIONS_DIR)
+    return files
+      .filter(file => /^\d.*\.(ts|js)$/.test(file) && !file.endsWith('.d.ts'))
+      .map(file => file.replace(/\.(ts|js)$/, ''))
+      .sort()
+  },
+  getMigrationName (name) {
+    return name
+  },
+  async getMigration (name) {
+    const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
+    return import(pathToFileURL(path.join(MIGRATIONS_DIR, name + ext)).href) as Promise<Knex.Migration>
+  }
+}

@@ -1,0 +1,58 @@
+import { Ajv, type AnySchema, type ErrorObject, type Options } from 'ajv'
+import addFormats from 'ajv-formats'
+import type { FastifySchemaValidationError } from 'fastify'
+import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js'
+
+/** The last day that has begun somewhere on Earth (UTC+14), as `YYYY-MM-DD`. */
+export function latestToday (): string {
+  return new Date(Date.now() + 14 * 3600_000).toISOString().slice(0, 10)
+}
+
+function createAjv (options: Options): Ajv {
+  const ajv = new Ajv({ allErrors: true, useDefaults: true, removeAdditional: false, ...options })
+  addFormats.default(ajv)
+  // OpenAPI annotations that validation ignores.
+  ajv.addKeyword({ keyword: 'example' })
+  const notFuture: ((enabled: boolean, value: string) => boolean) & { errors?: Partial<ErrorObject>[] } =
+    (enabled, value) => {
+      if (!enabled || value <= latestToday()) return true
+      notFuture.errors = [{ keyword: 'x-not-future', message: 'must not be in the future', params: {} }]
+      return false
+    }
+  ajv.addKeyword({ keyword: 'x-not-future', type: 'string', errors: true, validate: notFuture })
+  return ajv
+}
+
+const DECIMAL_INTEGER = /^-?\d+$/
+
+/**
+ * Builds the validators of every route from two ajv instances: bodies are checked
+ * exactly as sent (no coercion, unknown properties rejected by the schemas), while
+ * path and query values, which are always text on the wire, are coerced to the
+ * schema's types — integers only from plain decimal digits, never "1e3" or "0x10".
+ */
+export function buildValidator (externalSchemas: Record<string, AnySchema>) {
+  const exact = createAjv({ coerceTypes: false })
+  const coercing = createAjv({ coerceTypes: true })
+  for (const schema of Object.values(externalSchemas)) {
+    exact.addSchema(schema)
+    coercing.addSchema(schema)
+  }
+
+  return ({ schema, httpPart }: FastifyRouteSchemaDef<AnySchema>) => {
+    if (httpPart === 'body') return exact.compile(schema)
+
+    const validate = coercing.compile(schema)
+    const properties = (schema as { properties?: Record<string, { type?: string }> }).properties ?? {}
+    const integers = Object.keys(properties).filter(key => properties[key]?.type === 'integer')
+    if (integers.length === 0) return validate
+
+    return (data: Record<string, unknown>) => {
+      const errors: FastifySchemaValidationError[] = integers
+        .filter(key => typeof data[key] === 'string' && !DECIMAL_INTEGER.test(data[key]))
+        .map(key => ({ keyword: 'type', instancePath: `/${key}`, schemaPath: '', params: { type: 'integer' }, message: 'must be integer' }))
+      if (errors.length > 0) return { error: errors }
+      return validate(data) ? { value: data } : { error: validate.errors as FastifySchemaValidationError[] }
+    }
+  }
+}

@@ -1,0 +1,71 @@
+import fp from 'fastify-plugin'
+import type { Knex } from 'knex'
+import type { Student, StudentInput } from '../schemas/students.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    studentsRepository: ReturnType<typeof createStudentsRepository>
+  }
+}
+
+/** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
+export const MAX_ID = 2_147_483_647
+
+export interface Page {
+  limit: number
+  after?: number | undefined
+}
+
+const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
+
+function isUniqueViolation (error: unknown): boolean {
+  return (error as { code?: string }).code === '23505'
+}
+
+function createStudentsRepository (knex: Knex, conflict: (message: string) => Error) {
+  const emailTaken = (email: string) => conflict(`A student with e-mail ${email} already exists`)
+
+  return {
+    /** One page, in id order; asks for one row more than the limit to tell whether more follow. */
+    async list ({ limit, after }: Page, trx: Knex = knex): Promise<Student[]> {
+      return trx('students').select(COLUMNS).where('id', '>', after ?? 0).orderBy('id').limit(limit + 1)
+    },
+
+    async find (id: number, trx: Knex = knex): Promise<Student | undefined> {
+      if (id > MAX_ID) return undefined
+      return trx('students').select(COLUMNS).where({ id }).first()
+    },
+
+    async create (input: StudentInput, trx: Knex = knex): Promise<Student> {
+      try {
+        const [student] = await trx('students').insert(input).returning(COLUMNS)
+        return student as Student
+      } catch (error) {
+        throw isUniqueViolation(error) ? emailTaken(input.email) : error
+      }
+    },
+
+    async update (id: number, changes: Partial<StudentInput>, trx: Knex = knex): Promise<Student | undefined> {
+      if (id > MAX_ID) return undefined
+      try {
+        const [student] = await trx('students')
+          .update({ ...changes, updated_at: trx.fn.now() })
+          .where({ id })
+          .returning(COLUMNS)
+        return student as Student | undefined
+      } catch (error) {
+        throw isUniqueViolation(error) ? emailTaken(changes.email ?? '') : error
+      }
+    },
+
+    async remove (id: number, trx: Knex = knex): Promise<boolean> {
+      if (id > MAX_ID) return false
+      return await trx('students').where({ id }).delete() > 0
+    }
+  }
+}
+
+/** Data access for the students table, shared by both variants of the student routes. */
+export default fp(async (fastify) => {
+  fastify.decorate('studentsRepository', createStudentsRepository(fastify.knex, message => fastify.httpErrors.conflict(message)))
+}, { name: 'students-repository', dependencies: ['knex', 'sensible'] })

@@ -1,0 +1,59 @@
+import { Type } from '@sinclair/typebox'
+import { AtLeastOneOf, errorResponses, IdParams, PageQuery } from '../../schemas/common.js'
+import { Student, StudentInput, StudentList, studentFields } from '../../schemas/students.js'
+
+/** How a variant of the student interface updates a record. */
+export type UpdateMode = 'name-only' | 'any-fields'
+
+const NameOnly = Type.Object({ name: studentFields.name }, { additionalProperties: false })
+const SomeFields = AtLeastOneOf(Type.Object(studentFields), { description: 'Any non-empty subset of the writable fields' })
+
+/** The route schemas of one variant, named `<namespace>.index`, `.show`, `.store`, ... */
+export function studentSchemas (namespace: string, tag: string) {
+  const common = { tags: [tag] }
+  return {
+    index: {
+      ...common,
+      operationId: `${namespace}.index`,
+      summary: 'List students',
+      description: 'Students in id order, one page at a time. When more follow, a `Link: <…>; rel="next"` header points at the next page.',
+      querystring: PageQuery,
+      response: { 200: Type.Ref(StudentList), ...errorResponses(400) }
+    },
+    show: {
+      ...common,
+      operationId: `${namespace}.show`,
+      summary: 'Get one student',
+      params: IdParams,
+      response: { 200: Type.Ref(Student), ...errorResponses(400, 404) }
+    },
+    store: {
+      ...common,
+      operationId: `${namespace}.store`,
+      summary: 'Add a student',
+      description: 'Answers 201 with the new student and its address in `Location`.',
+      body: Type.Ref(StudentInput),
+      response: { 201: Type.Ref(Student), ...errorResponses(400, 409, 413, 415) }
+    },
+    update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
+      return {
+        ...common,
+        operationId: method === 'PUT' ? `${namespace}.update` : `${namespace}.patch`,
+        summary: mode === 'name-only' ? 'Change a student\'s name' : 'Change a student\'s details',
+        description: mode === 'name-only'
+          ? 'Takes the name only; any other property is refused (400).'
+          : 'Changes the fields given, at least one; the others keep their values.',
+        params: IdParams,
+        body: mode === 'name-only' ? NameOnly : SomeFields,
+        response: { 200: Type.Ref(Student), ...errorResponses(400, 404, 409, 413, 415) }
+      }
+    },
+    destroy: {
+      ...common,
+      operationId: `${namespace}.destroy`,
+      summary: 'Remove a student',
+      params: IdParams,
+      response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(400, 404) }
+    }
+  }
+}

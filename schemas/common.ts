@@ -1,0 +1,39 @@
+import { Type, type ObjectOptions, type TObject } from '@sinclair/typebox'
+
+/** The one error body of every route. */
+export const ErrorBody = Type.Object({
+  success: Type.Literal(false),
+  statusCode: Type.Integer({ minimum: 400, maximum: 599, example: 404 }),
+  error: Type.String({ description: 'The HTTP reason phrase', example: 'Not Found' }),
+  message: Type.String({ example: 'Student 42 not found' }),
+  data: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()), {
+    description: 'On validation errors (400): what is wrong, by field',
+    example: { email: ['must match format "email"'] }
+  }))
+}, { $id: 'ErrorBody', additionalProperties: false, description: 'The body of every error response' })
+
+const ErrorRef = Type.Ref(ErrorBody)
+
+/** Response schemas of the given error statuses, all answering the ErrorBody. */
+export function errorResponses<S extends number> (...statuses: S[]): Record<S, typeof ErrorRef> {
+  return Object.fromEntries(statuses.map(status => [status, ErrorRef])) as Record<S, typeof ErrorRef>
+}
+
+export const IdParams = Type.Object({
+  id: Type.Integer({ minimum: 1, description: 'The record\'s id', example: 42 })
+})
+
+export const PageQuery = Type.Object({
+  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'How many records at the most' }),
+  after: Type.Optional(Type.Integer({ minimum: 0, description: 'Return the records whose id is greater than this (keyset paging)' }))
+})
+
+/** A timestamp as the service returns it: ISO 8601 in UTC. */
+export const Timestamp = Type.String({ format: 'date-time', example: '2026-11-22T09:30:00.000Z' })
+
+/** A body that must carry at least one of the given properties. */
+export function AtLeastOneOf<T extends TObject> (schema: T, options: ObjectOptions = {}) {
+  return Type.Partial(schema, { ...options, minProperties: 1, additionalProperties: false })
+}
+
+export const commonSchemas = [ErrorBody]

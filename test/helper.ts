@@ -1,0 +1,55 @@
+import Fastify, { type FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import pg from 'pg'
+import path from 'node:path'
+import app, { serverOptions } from '../app.js'
+import { loadConfig, type Config, type DatabaseConfig } from '../lib/config.js'
+import { EmbeddedPostgres } from '../lib/embedded-postgres.js'
+
+
+
+/** The embedded server that test/setup/start-database.ts starts when no DB_HOST is given. */
+export const testEmbeddedPostgres = new EmbeddedPostgres(path.resolve('.data', 'test'))
+
+/** The PostgreSQL server the tests use: DB_HOST … DB_PASSWORD when set, else the embedded one. */
+export function serverConnection (): DatabaseConfig {
+  return loadConfig().db ?? testEmbeddedPostgres.connection
+}
+
+let databases = 0
+
+/** A fresh, empty database of its own for the calling test, dropped after it. */
+export async function createDatabase (t: Test): Promise<DatabaseConfig> {
+  const server = serverConnection()
+  const database = `test_${process.pid}_${++databases}`
+  const admin = new pg.Client(server)
+  await admin.connect()
+  await admin.query(`create database ${database}`)
+  await admin.end()
+  t.teardown(async () => {
+    const client = new pg.Client(server)
+    await client.connect()
+    await client.query(`drop database if exists ${database} with (force)`)
+    await client.end()
+  })
+  return { ...server, database }
+}
+
+/** The configuration the service would read, pointed at the given database. */
+export function testConfig (db: DatabaseConfig, overrides: Partial<Config> = {}): Config {
+  return { ...loadConfig(), logLevel: 'silent', db, ...overrides }
+}
+
+/** Builds the app exactly as server.ts does, on the given database, closed after the test. */
+export async function buildApp (t: Test, config: Config): Promise<FastifyInstance> {
+  const fastify = Fastify(serverOptions(config))
+  await fastify.register(app, { config })
+  await fastify.ready()
+  t.teardown(() => fastify.close())
+  return fastify
+}
+
+/** The app on a fresh database of its own. */
+export async function build (t: Test, overrides: Partial<Config> = {}): Promise<FastifyInstance> {
+  return buildApp(t, testConfig(await createDatabase(t), overrides))
+}

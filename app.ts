@@ -1,5 +1,6 @@
 import path from 'node:path'
 import AutoLoad from '@fastify/autoload'
+import fp from 'fastify-plugin'
 import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './lib/config.js'
@@ -33,7 +34,7 @@ export function serverOptions (config: Config): FastifyServerOptions {
 }
 
 /** The application as one plugin: the plugins first, then the routes. */
-export default async function app (fastify: FastifyInstance, opts: AppOptions) {
+async function app (fastify: FastifyInstance, opts: AppOptions) {
   await fastify.register(AutoLoad, {
     dir: path.join(import.meta.dirname, 'plugins'),
     options: opts
@@ -43,3 +44,6 @@ export default async function app (fastify: FastifyInstance, opts: AppOptions) {
     options: opts
   })
 }
+
+// Not encapsulated, so that the tests reach the decorators (fastify.knex, ...) too.
+export default fp(app, { name: 'app' })

@@ -41,6 +41,9 @@ export class EmbeddedPostgres {
     await makeOwnedDir(this.socketDir, owner)
     if (!await exists(path.join(this.pgdata, 'PG_VERSION'))) {
       await makeOwnedDir(this.pgdata, owner)
+      await run('test', ['-x', this.pgdata], owner).catch(() => {
+        throw new Error(`The postgres user cannot reach ${this.pgdata}: let it traverse the parent folders (chmod o+x) or set DATA_DIR elsewhere`)
+      })
       await run(bin.initdb, [
         `--pgdata=${this.pgdata}`, '--username=postgres', '--auth=trust',
         '--encoding=UTF8', '--locale-provider=builtin', '--locale=C.UTF-8'

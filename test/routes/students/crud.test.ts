@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build } from '../../helper.js'
-import { ada, student, variants } from './variants.js'
+import { ada, student, variants } from './fixtures.js'
 
 const ISO_UTC = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 

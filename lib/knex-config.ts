@@ -21,8 +21,17 @@ export function knexConfig (config: Config): Knex.Config {
   const db = config.db ?? new EmbeddedPostgres(config.dataDir).connection
   return {
     client: 'pg',
-    connection: { ...db, types, application_name: 'student-records-api' },
+    connection: {
+      ...db,
+      types,
+      application_name: 'student-records-api',
+      // A database that is down or overloaded makes requests fail fast with 503, not hang.
+      connectionTimeoutMillis: 2_000,
+      statement_timeout: 10_000,
+      idle_in_transaction_session_timeout: 10_000
+    },
     pool: { min: 0, max: config.dbPoolMax },
+    acquireConnectionTimeout: 2_000,
     migrations: { migrationSource, tableName: 'knex_migrations' }
   }
 }

@@ -21,6 +21,7 @@ export const migrationSource: Knex.MigrationSource<string> = {
     return name
   },
   async getMigration (name) {
+    /* c8 ignore next -- the compiled dist/ loads .js, the tests the .ts sources */
     const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js'
     return import(pathToFileURL(path.join(MIGRATIONS_DIR, name + ext)).href) as Promise<Knex.Migration>
   }

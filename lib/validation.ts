@@ -43,10 +43,9 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
     if (httpPart === 'body') return exact.compile(schema)
 
     const validate = coercing.compile(schema)
-    const properties = (schema as { properties?: Record<string, { type?: string }> }).properties ?? {}
-    const integers = Object.keys(properties).filter(key => properties[key]?.type === 'integer')
-    if (integers.length === 0) return validate
-
+    // Path and query schemas are TypeBox objects.
+    const properties = (schema as { properties: Record<string, { type?: string }> }).properties
+    const integers = Object.keys(properties).filter(key => properties[key]!.type === 'integer')
     return (data: Record<string, unknown>) => {
       const errors: FastifySchemaValidationError[] = integers
         .filter(key => typeof data[key] === 'string' && !DECIMAL_INTEGER.test(data[key]))

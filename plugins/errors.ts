@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http'
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifySchemaValidationError } from 'fastify'
+import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 
 /** Seconds a client should wait before retrying when the database is out of reach. */
 const RETRY_AFTER_SECONDS = 5
@@ -23,7 +24,7 @@ export function fieldErrors (errors: FastifySchemaValidationError[], context: st
   const fields: Record<string, string[]> = {}
   for (const error of errors) {
     const path = error.instancePath.split('/').slice(1)
-    let message = error.message ?? 'is invalid'
+    let message = String(error.message)
     if (error.keyword === 'required') {
       path.push(String(error.params.missingProperty))
       message = 'is required'
@@ -41,7 +42,7 @@ export function fieldErrors (errors: FastifySchemaValidationError[], context: st
   return fields
 }
 
-const PARTS: Record<string, string> = {
+const PARTS: Record<SchemaErrorDataVar, string> = {
   body: 'request body', querystring: 'query string', params: 'path', headers: 'headers'
 }
 
@@ -49,7 +50,7 @@ export function sendError (reply: FastifyReply, statusCode: number, message: str
   return reply.code(statusCode).send({
     success: false,
     statusCode,
-    error: STATUS_CODES[statusCode] ?? 'Error',
+    error: STATUS_CODES[statusCode],
     message,
     ...(data && { data })
   })
@@ -62,11 +63,11 @@ export function sendError (reply: FastifyReply, statusCode: number, message: str
 export default fp(async (fastify) => {
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.validation) {
-      const context = error.validationContext ?? 'body'
+      const context = error.validationContext as SchemaErrorDataVar
       const data = fieldErrors(error.validation, context)
       const summary = Object.entries(data).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')
       request.log.info({ validation: data }, 'invalid request')
-      return sendError(reply, 400, `Invalid ${PARTS[context] ?? context}: ${summary}`, data)
+      return sendError(reply, 400, `Invalid ${PARTS[context]}: ${summary}`, data)
     }
     if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable')

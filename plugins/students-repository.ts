@@ -18,12 +18,12 @@ export interface Page {
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
 
-function isUniqueViolation (error: unknown): boolean {
-  return (error as { code?: string }).code === '23505'
-}
-
 function createStudentsRepository (knex: Knex, conflict: (message: string) => Error) {
-  const emailTaken = (email: string) => conflict(`A student with e-mail ${email} already exists`)
+  /** The 409 for a write that hit the unique index on lower(email); any other error unchanged. */
+  const emailTakenOr = (error: unknown, email: string | undefined) =>
+    email !== undefined && (error as { code?: string }).code === '23505'
+      ? conflict(`A student with e-mail ${email} already exists`)
+      : error
 
   return {
     /** One page, in id order; asks for one row more than the limit to tell whether more follow. */
@@ -41,7 +41,7 @@ function createStudentsRepository (knex: Knex, conflict: (message: string) => Er
         const [student] = await trx('students').insert(input).returning(COLUMNS)
         return student as Student
       } catch (error) {
-        throw isUniqueViolation(error) ? emailTaken(input.email) : error
+        throw emailTakenOr(error, input.email)
       }
     },
 
@@ -54,7 +54,7 @@ function createStudentsRepository (knex: Knex, conflict: (message: string) => Er
           .returning(COLUMNS)
         return student as Student | undefined
       } catch (error) {
-        throw isUniqueViolation(error) ? emailTaken(changes.email ?? '') : error
+        throw emailTakenOr(error, changes.email)
       }
     },
 

@@ -1,15 +1,12 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import pg from 'pg'
-import path from 'node:path'
 import app, { serverOptions } from '../app.js'
 import { loadConfig, type Config, type DatabaseConfig } from '../lib/config.js'
-import { EmbeddedPostgres } from '../lib/embedded-postgres.js'
+import { testEmbeddedPostgres } from './setup/test-database-server.js'
 
 
 
-/** The embedded server that test/setup/start-database.ts starts when no DB_HOST is given. */
-export const testEmbeddedPostgres = new EmbeddedPostgres(path.resolve('.data', 'test'))
 
 /** The PostgreSQL server the tests use: DB_HOST … DB_PASSWORD when set, else the embedded one. */
 export function serverConnection (): DatabaseConfig {

@@ -1,5 +1,5 @@
 // Runs once after the test files (tap's `after`).
 import { loadConfig } from '../../lib/config.js'
-import { testEmbeddedPostgres } from '../helper.js'
+import { testEmbeddedPostgres } from './test-database-server.js'
 
 if (!loadConfig().db) await testEmbeddedPostgres.stop()

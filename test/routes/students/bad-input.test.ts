@@ -46,7 +46,8 @@ const badStudents: [string, Record<string, unknown>, Record<string, unknown>][] 
   ['dob 0000-01-01', { ...ada, dob: '0000-01-01' }, { dob: Array }],
   ['unknown property', { ...ada, id: 7 }, { id: ['is not allowed'] }],
   ['mass assignment', { ...ada, created_at: '2000-01-01T00:00:00Z' }, { created_at: ['is not allowed'] }],
-  ['NUL byte', { ...ada, name: 'Ada\u0000' }, { name: ['must not contain NUL characters'] }]
+  ['NUL byte', { ...ada, name: 'Ada\u0000' }, { name: ['must not contain NUL characters'] }],
+  ['NUL byte deeper down', { ...ada, extra: [{ note: '\u0000' }] }, { 'extra.0.note': ['must not contain NUL characters'] }]
 ]
 
 for (const { name, base } of variants) {
@@ -124,7 +125,14 @@ t.test('unknown routes answer the error body', async t => {
 t.test('a database failure answers 500 without SQL', async t => {
   const app = await build(t)
   await app.knex.raw('alter table students rename to students_gone')
-  const res = await app.inject({ method: 'GET', url: '/students' })
-  t.equal(res.statusCode, 500)
-  t.same(res.json(), { success: false, statusCode: 500, error: 'Internal Server Error', message: 'The server failed to answer this request' })
+  for (const request of [
+    { method: 'GET', url: '/students' },
+    { method: 'POST', url: '/students', payload: ada },
+    { method: 'PATCH', url: '/students/1', payload: { age: 3 } },
+    { method: 'PATCH', url: '/students/1', payload: { email: 'x@example.com' } }
+  ] as const) {
+    const res = await app.inject(request)
+    t.equal(res.statusCode, 500, `${request.method} ${request.url}`)
+    t.same(res.json(), { success: false, statusCode: 500, error: 'Internal Server Error', message: 'The server failed to answer this request' })
+  }
 })

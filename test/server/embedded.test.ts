@@ -1,0 +1,68 @@
+import { once } from 'node:events'
+import { chmod, mkdtemp, rm, stat } from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import t from 'tap'
+import { ada } from '../routes/students/fixtures.js'
+import { sleep, slowPost, spawnServer, startServer } from './process.js'
+
+/** The environment of `npm start` with no database settings: the embedded PostgreSQL in `dataDir`. */
+function embeddedEnv (dataDir: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir }
+  delete env.DB_HOST
+  return env
+}
+
+t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across restarts', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
+  await chmod(dataDir, 0o755)
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+
+  const first = await startServer(embeddedEnv(dataDir))
+  t.teardown(() => first.process.kill('SIGKILL'))
+  const created = await fetch(`${first.url}/students`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ada)
+  })
+  t.equal(created.status, 201)
+  const student = await created.json() as { id: number }
+
+  const exited = once(first.process, 'exit')
+  const answer = await slowPost(`${first.url}/api/v1/students`, JSON.stringify({ ...ada, email: 'late@example.com' }), async () => {
+    await sleep(200)
+    first.process.kill('SIGTERM')
+    await sleep(300)
+  })
+  t.equal(answer.status, 201, 'the request in flight at SIGTERM is answered')
+  const [code] = await exited
+  t.equal(code, 0, 'exits cleanly')
+  t.ok(first.logs.some(entry => entry.msg === 'shutting down: finishing in-flight requests'))
+  await t.rejects(stat(path.join(dataDir, 'postgres', 'postmaster.pid')), 'the embedded database is stopped')
+
+  const second = await startServer(embeddedEnv(dataDir))
+  t.teardown(() => second.process.kill('SIGKILL'))
+  const again = await fetch(`${second.url}/students/${student.id}`)
+  t.same(await again.json(), student, 'data survives the restart')
+  const list = await (await fetch(`${second.url}/students`)).json() as unknown[]
+  t.equal(list.length, 2, 'the request answered during shutdown was kept')
+  second.process.kill('SIGTERM')
+  t.equal((await once(second.process, 'exit'))[0], 0)
+})
+
+t.test('a port in use stops start-up and the embedded database with it', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
+  await chmod(dataDir, 0o755)
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const blocker = net.createServer().listen(0, '127.0.0.1')
+  await once(blocker, 'listening')
+  t.teardown(() => blocker.close())
+
+  const port = (blocker.address() as net.AddressInfo).port
+  const child = spawnServer({ ...embeddedEnv(dataDir), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' })
+  let out = ''
+  child.stdout!.on('data', chunk => { out += chunk })
+  const [code] = await once(child, 'exit')
+  t.equal(code, 1)
+  t.match(out, /EADDRINUSE.*"msg":"could not start"/)
+  await t.rejects(stat(path.join(dataDir, 'postgres', 'postmaster.pid')), 'the embedded database is stopped')
+})

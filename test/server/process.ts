@@ -1,0 +1,51 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import http from 'node:http'
+import readline from 'node:readline'
+import type { Test } from 'tap'
+import { createDatabase } from '../helper.js'
+
+export interface ServerProcess { process: ChildProcess, url: string, logs: Record<string, unknown>[] }
+
+/** Runs server.ts with the TypeScript loader (and coverage) of this test process. */
+export function spawnServer (env: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe' = 'inherit') {
+  return spawn(process.execPath, [...process.execArgv, 'server.ts'], { env, stdio: ['ignore', 'pipe', stderr] })
+}
+
+/** Starts server.ts and waits until it listens; its JSON log lines are collected. */
+export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProcess> {
+  const child = spawnServer({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env })
+  const logs: Record<string, unknown>[] = []
+  const lines = readline.createInterface({ input: child.stdout! })
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', code => reject(new Error(`server exited with ${code}`)))
+    lines.on('line', line => {
+      const entry = JSON.parse(line)
+      logs.push(entry)
+      const match = /^Server listening at (http:\/\/127\.0\.0\.1:\d+)$/.exec(entry.msg)
+      if (match) resolve(match[1]!)
+    })
+  })
+  return { process: child, url, logs }
+}
+
+/** The environment that points a server process at a fresh test database. */
+export async function databaseEnv (t: Test): Promise<NodeJS.ProcessEnv> {
+  const db = await createDatabase(t)
+  return { ...process.env, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password }
+}
+
+/** A POST whose body is sent in two parts with `between` run in the middle: a request in flight. */
+export function slowPost (url: string, body: string, between: () => Promise<void>) {
+  return new Promise<{ status: number, body: string }>((resolve, reject) => {
+    const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, res => {
+      let text = ''
+      res.on('data', chunk => { text += chunk })
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }))
+    })
+    req.on('error', reject)
+    req.write(body.slice(0, 10))
+    between().then(() => req.end(body.slice(10)), reject)
+  })
+}
+
+export const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))

@@ -41,7 +41,11 @@ async function app (fastify: FastifyInstance, opts: AppOptions) {
   })
   await fastify.register(AutoLoad, {
     dir: path.join(import.meta.dirname, 'routes'),
-    options: opts
+    options: opts,
+    // Folders in parentheses group routes without adding to the URL: (public), (authenticated).
+    dirNameRoutePrefix: (_parent: string, folder: string) => folder.startsWith('(') ? '' : folder,
+    autoHooks: true,
+    cascadeHooks: true
   })
 }
 

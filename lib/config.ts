@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 
 /** Everything the service reads from its environment, validated once at start-up. */
@@ -9,6 +11,20 @@ export interface Config {
   dataDir: string
   db: DatabaseConfig | null
   dbPoolMax: number
+  auth: AuthConfig
+}
+
+export interface AuthConfig {
+  /** HS256 key, at least 32 bytes. */
+  jwtSecret: string
+  jwtTtlSeconds: number
+  /** With adminPassword: start-up makes sure this user exists with role Admin. */
+  adminEmail: string | undefined
+  adminPassword: string | undefined
+  /** Roles a newly registered user gets. */
+  registerRoles: string[]
+  /** Login and register attempts per client IP and per e-mail address, per window. */
+  rateLimit: { perIp: number, perEmail: number, windowSeconds: number }
 }
 
 export interface DatabaseConfig {
@@ -49,14 +65,62 @@ function oneOf<T extends string> (env: Env, name: string, fallback: T, allowed: 
   return raw as T
 }
 
+const DURATION = /^(\d+)([smhd]?)$/
+const SECONDS = { '': 1, s: 1, m: 60, h: 3600, d: 86400 } as const
+
+function duration (env: Env, name: string, fallback: number): number {
+  const raw = text(env, name, String(fallback))
+  const match = DURATION.exec(raw)
+  if (!match || Number(match[1]) === 0) {
+    throw new ConfigError(`${name} must be a positive duration in seconds, or with a unit (90s, 15m, 1h, 7d), got "${raw}"`)
+  }
+  return Number(match[1]) * SECONDS[match[2] as keyof typeof SECONDS]
+}
+
+/**
+ * JWT_SECRET, which must be at least 32 bytes. With the embedded database and no
+ * JWT_SECRET, a random one is generated once and kept in the data folder.
+ */
+function jwtSecret (env: Env, dataDir: string, embedded: boolean): string {
+  const secret = env.JWT_SECRET
+  if (secret !== undefined && secret !== '') {
+    if (Buffer.byteLength(secret) < 32) throw new ConfigError(`JWT_SECRET must be at least 32 bytes, got ${Buffer.byteLength(secret)}`)
+    return secret
+  }
+  if (!embedded) throw new ConfigError('JWT_SECRET is required with DB_HOST: a random string of at least 32 bytes')
+  const file = path.join(dataDir, 'jwt-secret')
+  try {
+    return readFileSync(file, 'utf8')
+  } catch {
+    const generated = randomBytes(48).toString('base64url')
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(file, generated, { mode: 0o600 })
+    return generated
+  }
+}
+
+function optional (env: Env, name: string): string | undefined {
+  const value = env[name]?.trim()
+  return value === '' ? undefined : value
+}
+
 /** Reads and validates the configuration; throws a ConfigError naming the bad variable. */
 export function loadConfig (env: Env = process.env): Config {
   const dbHost = env.DB_HOST?.trim()
+  const dataDir = path.resolve(text(env, 'DATA_DIR', '.data'))
+  const adminEmail = optional(env, 'ADMIN_EMAIL')
+  const adminPassword = env.ADMIN_PASSWORD === '' ? undefined : env.ADMIN_PASSWORD
+  if ((adminEmail === undefined) !== (adminPassword === undefined)) {
+    throw new ConfigError(`${adminEmail === undefined ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD'} must be set with ${adminEmail === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'}`)
+  }
+  if (adminPassword !== undefined && (adminPassword.length < 8 || adminPassword.length > 128)) {
+    throw new ConfigError('ADMIN_PASSWORD must be 8 to 128 characters long')
+  }
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST', 'localhost'),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
-    dataDir: path.resolve(text(env, 'DATA_DIR', '.data')),
+    dataDir,
     db: dbHost
       ? {
           host: dbHost,
@@ -66,6 +130,18 @@ export function loadConfig (env: Env = process.env): Config {
           password: env.DB_PASSWORD ?? ''
         }
       : null,
-    dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000)
+    dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000),
+    auth: {
+      jwtSecret: jwtSecret(env, dataDir, !dbHost),
+      jwtTtlSeconds: duration(env, 'JWT_TTL', 3600),
+      adminEmail,
+      adminPassword,
+      registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
+      rateLimit: {
+        perIp: integer(env, 'AUTH_RATE_LIMIT_IP', 30, 1, 1_000_000),
+        perEmail: integer(env, 'AUTH_RATE_LIMIT_EMAIL', 10, 1, 1_000_000),
+        windowSeconds: duration(env, 'AUTH_RATE_LIMIT_WINDOW', 60)
+      }
+    }
   }
 }

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http'
 import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
+import { InvalidFields } from '../lib/invalid-fields.js'
 
 /** Seconds a client should wait before retrying when the database is out of reach. */
 const RETRY_AFTER_SECONDS = 5
@@ -82,7 +83,7 @@ export default fp(async (fastify) => {
       return sendError(reply, statusCode, 'The server failed to answer this request')
     }
     request.log.info({ err: error }, 'request refused')
-    return sendError(reply, statusCode, error.message)
+    return sendError(reply, statusCode, error.message, error instanceof InvalidFields ? error.fields : undefined)
   })
 
   fastify.setNotFoundHandler((request, reply) => {

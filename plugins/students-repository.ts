@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
+import { isUniqueViolation } from '../lib/db-errors.js'
 import type { Student, StudentInput } from '../schemas/students.js'
 
 declare module 'fastify' {
@@ -21,7 +22,7 @@ const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'
 function createStudentsRepository (knex: Knex, conflict: (message: string) => Error) {
   /** The 409 for a write that hit the unique index on lower(email); any other error unchanged. */
   const emailTakenOr = (error: unknown, email: string | undefined) =>
-    email !== undefined && (error as { code?: string }).code === '23505'
+    email !== undefined && isUniqueViolation(error)
       ? conflict(`A student with e-mail ${email} already exists`)
       : error
 

@@ -1,4 +1,4 @@
-import { Type, type ObjectOptions, type TObject } from '@sinclair/typebox'
+import { Type, type ObjectOptions, type TObject, type TSchema } from '@sinclair/typebox'
 
 /** The one error body of every route. */
 export const ErrorBody = Type.Object({
@@ -36,4 +36,23 @@ export function AtLeastOneOf<T extends TObject> (schema: T, options: ObjectOptio
   return Type.Partial(schema, { ...options, minProperties: 1, additionalProperties: false })
 }
 
-export const commonSchemas = [ErrorBody]
+
+/** The success body of the authenticated interface: `{ success: true, data, message? }`. */
+export function Envelope<T extends TSchema> (data: T, options: ObjectOptions = {}) {
+  return Type.Object({
+    success: Type.Literal(true),
+    data,
+    message: Type.Optional(Type.String())
+  }, { additionalProperties: false, ...options })
+}
+
+/** A role or permission as other records name it. */
+export const NamedRef = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  name: Type.String()
+}, { $id: 'NamedRef', additionalProperties: false })
+
+/** A JWT, as login and register return it. */
+export const TokenEnvelope = Envelope(Type.String({ description: 'A bearer token (JWT, HS256)' }), { $id: 'TokenEnvelope' })
+
+export const commonSchemas = [ErrorBody, NamedRef, TokenEnvelope]

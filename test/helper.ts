@@ -8,9 +8,17 @@ import { testEmbeddedPostgres } from './setup/test-database-server.js'
 
 
 
+/** A JWT secret for the tests, which never read one from a data folder. */
+export const TEST_JWT_SECRET = 'a test secret, 32 bytes or longer, never used in production'
+
+/** The configuration of the environment the tests run in. */
+function environmentConfig (): Config {
+  return loadConfig({ ...process.env, JWT_SECRET: TEST_JWT_SECRET })
+}
+
 /** The PostgreSQL server the tests use: DB_HOST … DB_PASSWORD when set, else the embedded one. */
 export function serverConnection (): DatabaseConfig {
-  return loadConfig().db ?? testEmbeddedPostgres.connection
+  return environmentConfig().db ?? testEmbeddedPostgres.connection
 }
 
 let databases = 0
@@ -34,7 +42,7 @@ export async function createDatabase (t: Test): Promise<DatabaseConfig> {
 
 /** The configuration the service would read, pointed at the given database. */
 export function testConfig (db: DatabaseConfig, overrides: Partial<Config> = {}): Config {
-  return { ...loadConfig(), logLevel: 'silent', db, ...overrides }
+  return { ...environmentConfig(), logLevel: 'silent', db, ...overrides }
 }
 
 /** Builds the app exactly as server.ts does, on the given database, closed after the test. */

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { page } from '../../lib/paging.js'
 import { studentSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
@@ -19,12 +20,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
       const { limit, after } = request.query
-      const rows = await students.list({ limit, after })
-      if (rows.length > limit) {
-        rows.length = limit
-        reply.header('link', `<${fastify.prefix}?limit=${limit}&after=${rows[limit - 1]!.id}>; rel="next"`)
-      }
-      return rows
+      return page(await students.list({ limit, after }), limit, reply, fastify.prefix)
     })
 
     fastify.get('/:id', { schema: schemas.show }, async (request) => {

@@ -1,34 +1,78 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import { ConfigError, loadConfig } from '../../lib/config.js'
 
-t.test('defaults', async t => {
-  const config = loadConfig({})
+const SECRET = 'x'.repeat(32)
+
+t.test('defaults, with the embedded database', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'config-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const config = loadConfig({ DATA_DIR: dataDir })
+  const secret = await readFile(path.join(dataDir, 'jwt-secret'), 'utf8')
   t.same(config, {
     port: 3000,
     host: 'localhost',
     logLevel: 'info',
-    dataDir: path.resolve('.data'),
+    dataDir,
     db: null,
-    dbPoolMax: 10
+    dbPoolMax: 10,
+    auth: {
+      jwtSecret: secret,
+      jwtTtlSeconds: 3600,
+      adminEmail: undefined,
+      adminPassword: undefined,
+      registerRoles: [],
+      rateLimit: { perIp: 30, perEmail: 10, windowSeconds: 60 }
+    }
   })
+  t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
+  t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
+  t.equal(loadConfig({ DATA_DIR: dataDir }).auth.jwtSecret, secret, 'kept across restarts')
 })
 
 t.test('DB_HOST switches to that server, with the other DB_ settings', async t => {
-  t.same(loadConfig({ DB_HOST: 'db.internal' }).db, { host: 'db.internal', port: 5432, database: 'postgres', user: 'postgres', password: '' })
+  t.same(loadConfig({ DB_HOST: 'db.internal', JWT_SECRET: SECRET }).db, { host: 'db.internal', port: 5432, database: 'postgres', user: 'postgres', password: '' })
   t.same(loadConfig({
-    DB_HOST: 'db', DB_PORT: '6543', DB_NAME: 'school', DB_USER: 'app', DB_PASSWORD: ' secret '
+    DB_HOST: 'db', DB_PORT: '6543', DB_NAME: 'school', DB_USER: 'app', DB_PASSWORD: ' secret ', JWT_SECRET: SECRET
   }).db, { host: 'db', port: 6543, database: 'school', user: 'app', password: ' secret ' })
 })
 
+t.test('authentication settings', async t => {
+  const { auth } = loadConfig({
+    DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '15m', ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'correct horse',
+    REGISTER_ROLES: 'User, Reader ,', AUTH_RATE_LIMIT_IP: '100', AUTH_RATE_LIMIT_EMAIL: '3', AUTH_RATE_LIMIT_WINDOW: '1h'
+  })
+  t.same(auth, {
+    jwtSecret: SECRET,
+    jwtTtlSeconds: 900,
+    adminEmail: 'root@example.com',
+    adminPassword: 'correct horse',
+    registerRoles: ['User', 'Reader'],
+    rateLimit: { perIp: 100, perEmail: 3, windowSeconds: 3600 }
+  })
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '90' }).auth.jwtTtlSeconds, 90)
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '2d' }).auth.jwtTtlSeconds, 172800)
+})
+
 t.test('a bad value stops start-up with a message naming the variable', async t => {
+  const withDb = { DB_HOST: 'db', JWT_SECRET: SECRET }
   const cases: [Record<string, string>, RegExp][] = [
-    [{ PORT: 'abc' }, /^PORT must be a whole number from 0 to 65535, got "abc"$/],
-    [{ PORT: '70000' }, /^PORT /],
-    [{ PORT: '-1' }, /^PORT /],
-    [{ DB_HOST: 'db', DB_PORT: '0' }, /^DB_PORT /],
-    [{ DB_POOL_MAX: '0' }, /^DB_POOL_MAX /],
-    [{ LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/]
+    [{ ...withDb, PORT: 'abc' }, /^PORT must be a whole number from 0 to 65535, got "abc"$/],
+    [{ ...withDb, PORT: '70000' }, /^PORT /],
+    [{ ...withDb, PORT: '-1' }, /^PORT /],
+    [{ ...withDb, DB_PORT: '0' }, /^DB_PORT /],
+    [{ ...withDb, DB_POOL_MAX: '0' }, /^DB_POOL_MAX /],
+    [{ ...withDb, LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
+    [{ DB_HOST: 'db' }, /^JWT_SECRET is required with DB_HOST/],
+    [{ DB_HOST: 'db', JWT_SECRET: 'short' }, /^JWT_SECRET must be at least 32 bytes, got 5$/],
+    [{ ...withDb, JWT_TTL: '0' }, /^JWT_TTL must be a positive duration/],
+    [{ ...withDb, JWT_TTL: '1 hour' }, /^JWT_TTL /],
+    [{ ...withDb, ADMIN_EMAIL: 'a@example.com' }, /^ADMIN_PASSWORD must be set with ADMIN_EMAIL$/],
+    [{ ...withDb, ADMIN_PASSWORD: 'long enough' }, /^ADMIN_EMAIL must be set with ADMIN_PASSWORD$/],
+    [{ ...withDb, ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'short' }, /^ADMIN_PASSWORD must be 8 to 128 characters long$/],
+    [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /]
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import http from 'node:http'
 import readline from 'node:readline'
 import type { Test } from 'tap'
-import { createDatabase } from '../helper.js'
+import { createDatabase, TEST_JWT_SECRET } from '../helper.js'
 
 export interface ServerProcess { process: ChildProcess, url: string, logs: Record<string, unknown>[] }
 
@@ -31,7 +31,7 @@ export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProces
 /** The environment that points a server process at a fresh test database. */
 export async function databaseEnv (t: Test): Promise<NodeJS.ProcessEnv> {
   const db = await createDatabase(t)
-  return { ...process.env, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password }
+  return { ...process.env, JWT_SECRET: TEST_JWT_SECRET, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password }
 }
 
 /** A POST whose body is sent in two parts with `between` run in the middle: a request in flight. */

@@ -1,5 +1,5 @@
 // Runs once after the test files (tap's `after`).
-import { loadConfig } from '../../lib/config.js'
 import { testEmbeddedPostgres } from './test-database-server.js'
 
-if (!loadConfig().db) await testEmbeddedPostgres.stop()
+// As lib/config.ts decides: DB_HOST names another server.
+if (!process.env.DB_HOST?.trim()) await testEmbeddedPostgres.stop()

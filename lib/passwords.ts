@@ -1,0 +1,26 @@
+import { hash, verify } from '@node-rs/argon2'
+import { InvalidFields } from './invalid-fields.js'
+
+/** argon2id with the OWASP minimum: 19 MiB of memory, 2 passes, 1 lane. */
+// `algorithm: 2` is Algorithm.Argon2id, a const enum that isolated modules cannot import.
+const OPTIONS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
+
+export function hashPassword (password: string): Promise<string> {
+  return hash(password, OPTIONS)
+}
+
+// Checked when no user has the e-mail address, so that a wrong address costs as much time
+// as a wrong password and the answer's timing tells nothing.
+const dummyHash = hashPassword('no user has this password')
+
+/** The password to store, once `c_password` is seen to repeat it (else 400). */
+export function confirmedPassword (password: string, confirmation: string | undefined): string {
+  if (confirmation !== password) throw new InvalidFields({ c_password: ['must equal password'] })
+  return password
+}
+
+/** Whether the password matches the hash; with no hash, the same work for a certain no. */
+export async function verifyPassword (hashed: string | undefined, password: string): Promise<boolean> {
+  const matches = await verify(hashed ?? await dummyHash, password)
+  return hashed !== undefined && matches
+}

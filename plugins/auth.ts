@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto'
+import fp from 'fastify-plugin'
+import fastifyJwt from '@fastify/jwt'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+
+/** The caller of a request that passed `fastify.authenticate`. */
+export interface Caller {
+  id: number
+  jti: string
+  /** Expiry of the presented token, seconds since the epoch. */
+  exp: number
+  permissions: Set<string>
+}
+
+interface TokenClaims {
+  sub: string
+  jti: string
+  /** The user's token generation when the token was issued; logging out everywhere moves it on. */
+  gen: number
+  iat: number
+  exp: number
+}
+
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    payload: Pick<TokenClaims, 'sub' | 'jti' | 'gen'>
+    user: Caller
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** onRequest hook: a valid bearer token of an existing user, not logged out, or 401. */
+    authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** preHandler hook factory: the caller holds `permission`, or 403. */
+    can: (permission: string) => (request: FastifyRequest) => Promise<void>
+    /** A new token for the user. */
+    issueToken: (user: { id: number, token_generation: number }) => string
+  }
+}
+
+export const ISSUER = 'student-records-api'
+export const AUDIENCE = 'student-records-api'
+const BEARER = /^Bearer +([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*) *$/i
+
+/**
+ * Bearer tokens: HS256 JWTs with sub, jti, iat, exp, iss and aud all required. Each request
+ * looks its caller up in one query, so that a deleted user, a logout or a change of roles
+ * or permissions takes effect on the next request.
+ */
+export default fp(async (fastify) => {
+  const { jwtSecret, jwtTtlSeconds } = fastify.config.auth
+
+  await fastify.register(fastifyJwt, {
+    secret: jwtSecret,
+    sign: { algorithm: 'HS256', iss: ISSUER, aud: AUDIENCE, expiresIn: jwtTtlSeconds * 1000 },
+    verify: {
+      algorithms: ['HS256'],
+      allowedIss: ISSUER,
+      allowedAud: AUDIENCE,
+      requiredClaims: ['sub', 'jti', 'iat', 'exp', 'iss', 'aud']
+    }
+  })
+
+  const unauthorized = (reply: FastifyReply, message: string) => {
+    reply.header('www-authenticate', 'Bearer realm="api"')
+    return fastify.httpErrors.unauthorized(message)
+  }
+
+  fastify.decorate('issueToken', (user: { id: number, token_generation: number }) =>
+    fastify.jwt.sign({ sub: String(user.id), jti: randomUUID(), gen: user.token_generation }))
+
+  fastify.decorate('authenticate', async (request: FastifyRequest, reply: FastifyReply) => {
+    const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
+    if (!token) throw unauthorized(reply, 'A bearer token is required')
+
+    let claims: TokenClaims
+    try {
+      claims = fastify.jwt.verify<TokenClaims>(token)
+    } catch {
+      throw unauthorized(reply, 'The token is invalid or has expired')
+    }
+    const id = Number(claims.sub)
+    if (!Number.isSafeInteger(id) || typeof claims.gen !== 'number' || typeof claims.jti !== 'string') {
+      throw unauthorized(reply, 'The token is invalid or has expired')
+    }
+
+    const { rows } = await fastify.knex.raw<{ rows: { permissions: string[] }[] }>(`
+      select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
+      from users u
+      left join user_roles ur on ur.user_id = u.id
+      left join role_permissions rp on rp.role_id = ur.role_id
+      left join permissions p on p.id = rp.permission_id
+      where u.id = ? and u.deleted_at is null and u.token_generation = ?
+        and not exists (select 1 from revoked_tokens where jti = ?)
+      group by u.id`, [id, claims.gen, claims.jti])
+    if (rows.length === 0) throw unauthorized(reply, 'The token is no longer valid')
+
+    request.user = { id, jti: claims.jti, exp: claims.exp, permissions: new Set(rows[0]!.permissions) }
+  })
+
+  fastify.decorate('can', (permission: string) => async (request: FastifyRequest) => {
+    if (!request.user.permissions.has(permission)) {
+      throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
+    }
+  })
+}, { name: 'auth', dependencies: ['config', 'knex', 'sensible'] })

@@ -1,0 +1,50 @@
+import fp from 'fastify-plugin'
+import type { Knex } from 'knex'
+import type { Client, ClientInput } from '../routes/api/(authenticated)/clients/schema.js'
+import { MAX_ID, type Page } from './students-repository.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    clientsRepository: ReturnType<typeof createClientsRepository>
+  }
+}
+
+const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const
+
+function createClientsRepository (knex: Knex) {
+  const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
+
+  return {
+    async list ({ limit, after }: Page, trx: Knex = knex): Promise<Client[]> {
+      return live(trx).select(COLUMNS).where('id', '>', after ?? 0).orderBy('id').limit(limit + 1)
+    },
+
+    async find (id: number, trx: Knex = knex): Promise<Client | undefined> {
+      if (id > MAX_ID) return undefined
+      return live(trx).select(COLUMNS).where({ id }).first()
+    },
+
+    async create (input: ClientInput, trx: Knex = knex): Promise<Client> {
+      const [client] = await trx('clients').insert(input).returning(COLUMNS)
+      return client as Client
+    },
+
+    async update (id: number, changes: Partial<ClientInput>, trx: Knex = knex): Promise<Client | undefined> {
+      if (id > MAX_ID) return undefined
+      const [client] = await live(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(COLUMNS)
+      return client as Client | undefined
+    },
+
+    /** Soft delete: the row stays, with deleted_at set. */
+    async remove (id: number, trx: Knex = knex): Promise<Client | undefined> {
+      if (id > MAX_ID) return undefined
+      const [client] = await live(trx).update({ deleted_at: trx.fn.now() }).where({ id }).returning(COLUMNS)
+      return client as Client | undefined
+    }
+  }
+}
+
+/** Data access for the clients table. */
+export default fp(async (fastify) => {
+  fastify.decorate('clientsRepository', createClientsRepository(fastify.knex))
+}, { name: 'clients-repository', dependencies: ['knex'] })

@@ -1,0 +1,39 @@
+import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** preValidation hook factory: counts the attempt per IP and per e-mail, or 429. */
+    rateLimit: (scope: string) => (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  }
+}
+
+/**
+ * Attempt counters kept in PostgreSQL, so that the limits hold across instances: one
+ * fixed window per key, counted and checked in a single statement.
+ */
+export default fp(async (fastify) => {
+  const { perIp, perEmail, windowSeconds } = fastify.config.auth.rateLimit
+
+  fastify.decorate('rateLimit', (scope: string) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const email = (request.body as { email?: unknown } | undefined)?.email
+    const keys: [string, number][] = [[`${scope}:ip:${request.ip}`, perIp]]
+    if (typeof email === 'string') keys.push([`${scope}:email:${email.trim().toLowerCase()}`, perEmail])
+
+    const { rows } = await fastify.knex.raw<{ rows: { key: string, hits: number, retry_after: number }[] }>(`
+      insert into rate_limits as r (key, hits, reset_at)
+      select key, 1, now() + make_interval(secs => ?) from unnest(?::text[]) as key
+      on conflict (key) do update set
+        hits = case when r.reset_at <= now() then 1 else r.hits + 1 end,
+        reset_at = case when r.reset_at <= now() then excluded.reset_at else r.reset_at end
+      returning key, hits, ceil(extract(epoch from reset_at - now()))::int as retry_after`,
+    [windowSeconds, keys.map(([key]) => key)])
+
+    const limits = new Map(keys)
+    const over = rows.filter(row => row.hits > limits.get(row.key)!)
+    if (over.length > 0) {
+      reply.header('retry-after', String(Math.max(1, ...over.map(row => row.retry_after))))
+      throw fastify.httpErrors.tooManyRequests('Too many attempts; try again later')
+    }
+  })
+}, { name: 'rate-limit', dependencies: ['config', 'knex', 'sensible'] })

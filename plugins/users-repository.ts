@@ -1,0 +1,110 @@
+import fp from 'fastify-plugin'
+import type { Knex } from 'knex'
+import { isUniqueViolation } from '../lib/db-errors.js'
+import type { User } from '../routes/api/(authenticated)/users/schema.js'
+import { ADMIN_ROLE } from './roles-repository.js'
+import { MAX_ID, type Page } from './students-repository.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    usersRepository: ReturnType<typeof createUsersRepository>
+  }
+}
+
+export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[] }
+export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
+
+function createUsersRepository (knex: Knex, conflict: (message: string) => Error) {
+  const live = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
+  const select = (trx: Knex) => live(trx)
+    .select('u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
+      (select json_agg(json_build_object('id', r.id, 'name', r.name) order by r.id)
+       from user_roles ur join roles r on r.id = ur.role_id
+       where ur.user_id = u.id), '[]') as roles`))
+
+  const emailTaken = (error: unknown, email: string | undefined) =>
+    email !== undefined && isUniqueViolation(error, 'users_email_unique') ? conflict(`The e-mail address ${email} is taken`) : error
+
+  async function setRoles (trx: Knex, userId: number, roleIds: number[]) {
+    await trx('user_roles').where({ user_id: userId }).delete()
+    if (roleIds.length > 0) await trx('user_roles').insert(roleIds.map(role_id => ({ user_id: userId, role_id })))
+  }
+
+  return {
+    async list ({ limit, after }: Page, trx: Knex = knex): Promise<User[]> {
+      return select(trx).where('u.id', '>', after ?? 0).orderBy('u.id').limit(limit + 1)
+    },
+
+    async find (id: number, trx: Knex = knex): Promise<User | undefined> {
+      if (id > MAX_ID) return undefined
+      return select(trx).where('u.id', id).first()
+    },
+
+    /** What login needs of the user with this address, if there is one. */
+    async findCredentials (email: string, trx: Knex = knex): Promise<{ id: number, password: string, token_generation: number } | undefined> {
+      return live(trx).select('u.id', 'u.password', 'u.token_generation').whereRaw('lower(u.email) = lower(?)', [email]).first()
+    },
+
+    /** The caller as the profile shows them: role and permission names. */
+    async profile (id: number, trx: Knex = knex) {
+      return live(trx).where('u.id', id).first(
+        'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
+        trx.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
+                 where ur.user_id = u.id order by r.name) as roles`),
+        trx.raw(`array(select distinct p.name from user_roles ur
+                 join role_permissions rp on rp.role_id = ur.role_id
+                 join permissions p on p.id = rp.permission_id
+                 where ur.user_id = u.id order by p.name) as permissions`)
+      ) as Promise<{ id: number, name: string, email: string, roles: string[], permissions: string[], created_at: string, updated_at: string } | undefined>
+    },
+
+    async create (user: NewUser, trx: Knex): Promise<User & { token_generation: number }> {
+      try {
+        const [{ id, token_generation }] = await trx('users')
+          .insert({ name: user.name, email: user.email, password: user.passwordHash })
+          .returning(['id', 'token_generation'])
+        await setRoles(trx, id, user.roleIds)
+        return { ...(await select(trx).where('u.id', id).first()), token_generation }
+      } catch (error) {
+        throw emailTaken(error, user.email)
+      }
+    },
+
+    async update (id: number, changes: UserUpdate, trx: Knex): Promise<User> {
+      try {
+        await trx('users').where({ id }).update({
+          ...(changes.name !== undefined && { name: changes.name }),
+          ...(changes.email !== undefined && { email: changes.email }),
+          ...(changes.passwordHash !== undefined && { password: changes.passwordHash }),
+          updated_at: trx.fn.now()
+        })
+        if (changes.roleIds) await setRoles(trx, id, changes.roleIds)
+        return select(trx).where('u.id', id).first()
+      } catch (error) {
+        throw emailTaken(error, changes.email)
+      }
+    },
+
+    /** Soft delete: the row stays, with deleted_at set, and its e-mail address is free again. */
+    async remove (id: number, trx: Knex): Promise<void> {
+      await trx('users').where({ id }).update({ deleted_at: trx.fn.now() })
+    },
+
+    /** Tokens issued before this call stop working. */
+    async endAllSessions (id: number, trx: Knex = knex): Promise<void> {
+      await trx('users').where({ id }).increment('token_generation', 1)
+    },
+
+    /** How many users not deleted hold the Admin role. */
+    async countAdmins (trx: Knex): Promise<number> {
+      const row = await live(trx).join('user_roles as ur', 'ur.user_id', 'u.id').join('roles as r', 'r.id', 'ur.role_id')
+        .where('r.name', ADMIN_ROLE).countDistinct({ count: 'u.id' }).first()
+      return Number(row!.count)
+    }
+  }
+}
+
+/** Data access for users and their roles. Password hashes never leave it but for login. */
+export default fp(async (fastify) => {
+  fastify.decorate('usersRepository', createUsersRepository(fastify.knex, message => fastify.httpErrors.conflict(message)))
+}, { name: 'users-repository', dependencies: ['knex', 'sensible'] })

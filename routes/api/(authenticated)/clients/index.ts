@@ -1,0 +1,48 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { page } from '../../../../lib/paging.js'
+import { clientSchemas } from './schema.js'
+
+/** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
+const clients: FastifyPluginAsyncTypebox = async (fastify) => {
+  const repository = fastify.clientsRepository
+  const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
+
+  fastify.get('/', { schema: clientSchemas.index, preHandler: fastify.can('client-list') }, async (request, reply) => {
+    const { limit, after } = request.query
+    return { success: true as const, data: page(await repository.list({ limit, after }), limit, reply, fastify.prefix) }
+  })
+
+  fastify.get('/:id', { schema: clientSchemas.show, preHandler: fastify.can('client-list') }, async (request) => {
+    const client = await repository.find(request.params.id)
+    if (!client) throw notFound(request.params.id)
+    return { success: true as const, data: client }
+  })
+
+  fastify.post('/', { schema: clientSchemas.store, preHandler: fastify.can('client-create') }, async (request, reply) => {
+    const client = await repository.create(request.body)
+    return reply.code(201).header('location', `${fastify.prefix}/${client.id}`)
+      .send({ success: true as const, data: client, message: 'Client created' })
+  })
+
+  for (const method of ['PUT', 'PATCH'] as const) {
+    fastify.route({
+      method,
+      url: '/:id',
+      schema: clientSchemas.update(method),
+      preHandler: fastify.can('client-edit'),
+      handler: async (request) => {
+        const client = await repository.update(request.params.id, request.body)
+        if (!client) throw notFound(request.params.id)
+        return { success: true as const, data: client, message: 'Client updated' }
+      }
+    })
+  }
+
+  fastify.delete('/:id', { schema: clientSchemas.destroy, preHandler: fastify.can('client-delete') }, async (request) => {
+    const client = await repository.remove(request.params.id)
+    if (!client) throw notFound(request.params.id)
+    return { success: true as const, data: client, message: 'Client deleted' }
+  })
+}
+
+export default clients

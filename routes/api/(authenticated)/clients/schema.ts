@@ -1,0 +1,67 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery, Timestamp } from '../../../../schemas/common.js'
+
+export const clientFields = {
+  name: Type.String({ minLength: 1, maxLength: 255, example: 'Acme Sp. z o.o.' }),
+  vat_number: Type.String({ pattern: '^[0-9]{10}$', description: '10 digits', example: '5252248481' }),
+  street: Type.String({ minLength: 1, maxLength: 255, example: 'ul. Prosta 1' }),
+  city: Type.String({ minLength: 1, maxLength: 255, example: 'Warszawa' }),
+  post_code: Type.String({ pattern: '^[0-9]{2}-[0-9]{3}$', description: '`NN-NNN`', example: '00-850' }),
+  email: Type.String({ format: 'email', maxLength: 254, example: 'office@acme.example' })
+}
+
+export const ClientInput = Type.Object(clientFields, { $id: 'ClientInput', additionalProperties: false })
+export type ClientInput = Static<typeof ClientInput>
+
+export const Client = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  ...clientFields,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}, { $id: 'Client', additionalProperties: false })
+export type Client = Static<typeof Client>
+
+const ClientEnvelope = Envelope(Type.Ref(Client))
+const auth = { tags: ['clients'], security: [{ bearerAuth: [] }] }
+
+export const clientSchemas = {
+  index: {
+    ...auth,
+    operationId: 'clients.index',
+    summary: 'List clients',
+    querystring: PageQuery,
+    response: { 200: Envelope(Type.Array(Type.Ref(Client))), ...errorResponses(400, 401, 403) }
+  },
+  show: {
+    ...auth,
+    operationId: 'clients.show',
+    summary: 'Get one client',
+    params: IdParams,
+    response: { 200: ClientEnvelope, ...errorResponses(400, 401, 403, 404) }
+  },
+  store: {
+    ...auth,
+    operationId: 'clients.store',
+    summary: 'Create a client',
+    body: Type.Ref(ClientInput),
+    response: { 201: ClientEnvelope, ...errorResponses(400, 401, 403, 413, 415) }
+  },
+  update: (method: 'PUT' | 'PATCH') => ({
+    ...auth,
+    operationId: method === 'PUT' ? 'clients.update' : 'clients.patch',
+    summary: method === 'PUT' ? 'Replace a client' : 'Change some fields of a client',
+    params: IdParams,
+    body: method === 'PUT' ? Type.Ref(ClientInput) : AtLeastOneOf(Type.Object(clientFields)),
+    response: { 200: ClientEnvelope, ...errorResponses(400, 401, 403, 404, 413, 415) }
+  }),
+  destroy: {
+    ...auth,
+    operationId: 'clients.destroy',
+    summary: 'Delete a client',
+    description: 'Soft delete: the client is kept, invisible to the API.',
+    params: IdParams,
+    response: { 200: ClientEnvelope, ...errorResponses(400, 401, 403, 404) }
+  }
+}
+
+export const clientSharedSchemas = [ClientInput, Client]

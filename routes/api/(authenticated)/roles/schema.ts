@@ -1,0 +1,68 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, NamedRef, PageQuery, Timestamp } from '../../../../schemas/common.js'
+
+export const roleFields = {
+  name: Type.String({ minLength: 1, maxLength: 255, description: 'Unique without regard to case', example: 'Editor' }),
+  permission: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+    uniqueItems: true, maxItems: 100, description: 'The names of the role\'s permissions', example: ['client-list', 'client-edit']
+  })
+}
+
+export const RoleInput = Type.Object(roleFields, { $id: 'RoleInput', additionalProperties: false })
+export type RoleInput = Static<typeof RoleInput>
+
+export const Role = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  name: Type.String(),
+  permissions: Type.Array(Type.Ref(NamedRef)),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}, { $id: 'Role', additionalProperties: false })
+export type Role = Static<typeof Role>
+
+const RoleEnvelope = Envelope(Type.Ref(Role))
+const auth = { tags: ['roles'], security: [{ bearerAuth: [] }] }
+
+export const roleSchemas = {
+  index: {
+    ...auth,
+    operationId: 'roles.index',
+    summary: 'List roles',
+    querystring: PageQuery,
+    response: { 200: Envelope(Type.Array(Type.Ref(Role))), ...errorResponses(400, 401, 403) }
+  },
+  show: {
+    ...auth,
+    operationId: 'roles.show',
+    summary: 'Get one role',
+    params: IdParams,
+    response: { 200: RoleEnvelope, ...errorResponses(400, 401, 403, 404) }
+  },
+  store: {
+    ...auth,
+    operationId: 'roles.store',
+    summary: 'Create a role',
+    description: 'Nobody can create a role holding a permission they lack themselves (403).',
+    body: Type.Ref(RoleInput),
+    response: { 201: RoleEnvelope, ...errorResponses(400, 401, 403, 409, 413, 415) }
+  },
+  update: (method: 'PUT' | 'PATCH') => ({
+    ...auth,
+    operationId: method === 'PUT' ? 'roles.update' : 'roles.patch',
+    summary: method === 'PUT' ? 'Replace a role' : 'Change a role\'s name or permissions',
+    description: 'Nobody can give a role a permission they lack themselves (403). The Admin role cannot be renamed or lose a permission (409).',
+    params: IdParams,
+    body: method === 'PUT' ? Type.Ref(RoleInput) : AtLeastOneOf(Type.Object(roleFields)),
+    response: { 200: RoleEnvelope, ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
+  }),
+  destroy: {
+    ...auth,
+    operationId: 'roles.destroy',
+    summary: 'Delete a role',
+    description: 'The users holding the role lose it. The Admin role cannot be deleted (409).',
+    params: IdParams,
+    response: { 200: RoleEnvelope, ...errorResponses(400, 401, 403, 404, 409) }
+  }
+}
+
+export const roleSharedSchemas = [RoleInput, Role]

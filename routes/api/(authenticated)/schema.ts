@@ -1,0 +1,42 @@
+import { Type } from '@sinclair/typebox'
+import { Envelope, errorResponses, NamedRef, Timestamp } from '../../../schemas/common.js'
+
+const auth = { tags: ['auth'], security: [{ bearerAuth: [] }] }
+
+export const Profile = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  name: Type.String(),
+  email: Type.String({ format: 'email' }),
+  roles: Type.Array(Type.String(), { description: 'Role names' }),
+  permissions: Type.Array(Type.String(), { description: 'Names of the permissions the roles give' }),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}, { $id: 'Profile', additionalProperties: false })
+
+export const accountSchemas = {
+  logout: {
+    ...auth,
+    operationId: 'auth.logout',
+    summary: 'Log out',
+    description: 'The presented token stops working at once; with `scope=all`, every token of the caller does.',
+    querystring: Type.Object({
+      scope: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('all')], { default: 'token' }))
+    }),
+    response: { 200: Envelope(Type.Null()), ...errorResponses(400, 401) }
+  },
+  profile: {
+    ...auth,
+    operationId: 'auth.profile',
+    summary: 'The caller',
+    response: { 200: Envelope(Type.Ref(Profile)), ...errorResponses(401) }
+  },
+  permissions: {
+    ...auth,
+    tags: ['roles'],
+    operationId: 'permissions.index',
+    summary: 'List the permissions',
+    response: { 200: Envelope(Type.Array(Type.Ref(NamedRef))), ...errorResponses(401) }
+  }
+}
+
+export const accountSharedSchemas = [Profile]

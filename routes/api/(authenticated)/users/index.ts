@@ -1,0 +1,101 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Knex } from 'knex'
+import { InvalidFields } from '../../../../lib/invalid-fields.js'
+import { page } from '../../../../lib/paging.js'
+import { confirmedPassword, hashPassword } from '../../../../lib/passwords.js'
+import { ADMIN_ROLE } from '../../../../plugins/roles-repository.js'
+import { userSchemas } from './schema.js'
+
+/** `/api/users`: users and their roles, behind the user-* permissions. */
+const users: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { usersRepository, rolesRepository } = fastify
+  const { conflict, forbidden, notFound } = fastify.httpErrors
+  const userNotFound = (id: number) => notFound(`User ${id} not found`)
+
+  /**
+   * The ids of the named roles. Every permission of a role the user does not hold yet
+   * must be held by the caller: nobody grants more than they have.
+   */
+  async function grantableRoles (names: string[], current: string[], held: Set<string>, trx: Knex): Promise<number[]> {
+    const roles = await rolesRepository.findByNames(names, trx)
+    const found = new Set(roles.map(role => role.name.toLowerCase()))
+    const unknown = names.filter(name => !found.has(name.toLowerCase()))
+    if (unknown.length > 0) throw new InvalidFields({ roles: unknown.map(name => `unknown role: ${name}`) })
+    const lacking = roles
+      .filter(role => !current.includes(role.name))
+      .flatMap(role => role.permissions.map(p => p.name))
+      .filter(name => !held.has(name))
+    if (lacking.length > 0) throw forbidden(`You cannot grant permissions you lack: ${[...new Set(lacking)].join(', ')}`)
+    return roles.map(role => role.id)
+  }
+
+  /** Refuses to leave no user holding Admin. */
+  async function keepAnAdmin (trx: Knex) {
+    if (await usersRepository.countAdmins(trx) === 0) throw conflict('The last user holding Admin cannot be deleted or lose it')
+  }
+
+  fastify.get('/', { schema: userSchemas.index, preHandler: fastify.can('user-list') }, async (request, reply) => {
+    const { limit, after } = request.query
+    return { success: true as const, data: page(await usersRepository.list({ limit, after }), limit, reply, fastify.prefix) }
+  })
+
+  fastify.get('/:id', { schema: userSchemas.show, preHandler: fastify.can('user-list') }, async (request) => {
+    const user = await usersRepository.find(request.params.id)
+    if (!user) throw userNotFound(request.params.id)
+    return { success: true as const, data: user }
+  })
+
+  fastify.post('/', { schema: userSchemas.store, preHandler: fastify.can('user-create') }, async (request, reply) => {
+    const { name, email, password, c_password: confirmation, roles = [] } = request.body
+    const passwordHash = await hashPassword(confirmedPassword(password, confirmation))
+    const user = await fastify.knex.transaction(async trx => {
+      const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
+      return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
+    })
+    const { token_generation: _, ...data } = user
+    return reply.code(201).header('location', `${fastify.prefix}/${user.id}`)
+      .send({ success: true as const, data, message: 'User created' })
+  })
+
+  for (const method of ['PUT', 'PATCH'] as const) {
+    fastify.route({
+      method,
+      url: '/:id',
+      schema: userSchemas.update(method),
+      preHandler: fastify.can('user-edit'),
+      handler: async (request) => {
+        const { id } = request.params
+        const { name, email, password, c_password: confirmation, roles } = request.body
+        const passwordHash = password === undefined && confirmation === undefined
+          ? undefined
+          : await hashPassword(confirmedPassword(password ?? '', confirmation))
+        const user = await fastify.knex.transaction(async trx => {
+          await rolesRepository.lockAdmin(trx)
+          const current = await usersRepository.find(id, trx)
+          if (!current) throw userNotFound(id)
+          const currentRoles = current.roles.map(role => role.name)
+          const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
+          const updated = await usersRepository.update(id, { name, email, passwordHash, roleIds }, trx)
+          if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
+          return updated
+        })
+        return { success: true as const, data: user, message: 'User updated' }
+      }
+    })
+  }
+
+  fastify.delete('/:id', { schema: userSchemas.destroy, preHandler: fastify.can('user-delete') }, async (request) => {
+    const { id } = request.params
+    const user = await fastify.knex.transaction(async trx => {
+      await rolesRepository.lockAdmin(trx)
+      const current = await usersRepository.find(id, trx)
+      if (!current) throw userNotFound(id)
+      await usersRepository.remove(id, trx)
+      if (current.roles.some(role => role.name === ADMIN_ROLE)) await keepAnAdmin(trx)
+      return current
+    })
+    return { success: true as const, data: user, message: 'User deleted' }
+  })
+}
+
+export default users

@@ -1,0 +1,84 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, NamedRef, PageQuery, Timestamp } from '../../../../schemas/common.js'
+import { userFields } from '../../../../schemas/users.js'
+
+const roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
+  uniqueItems: true, maxItems: 100, description: 'The names of the user\'s roles', example: ['User']
+})
+
+export const UserInput = Type.Object({
+  ...userFields,
+  roles: Type.Optional(roles)
+}, { $id: 'UserInput', additionalProperties: false })
+
+/** PUT: every field but the password, which stays unless given. */
+const UserReplacement = Type.Object({
+  name: userFields.name,
+  email: userFields.email,
+  password: Type.Optional(userFields.password),
+  c_password: Type.Optional(userFields.c_password),
+  roles
+}, { additionalProperties: false })
+
+const UserChanges = AtLeastOneOf(Type.Object({
+  name: userFields.name, email: userFields.email, password: userFields.password, c_password: userFields.c_password, roles
+}))
+
+export type UserChanges = Static<typeof UserChanges>
+
+export const User = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  name: Type.String(),
+  email: Type.String({ format: 'email' }),
+  roles: Type.Array(Type.Ref(NamedRef)),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}, { $id: 'User', additionalProperties: false })
+export type User = Static<typeof User>
+
+const UserEnvelope = Envelope(Type.Ref(User))
+const auth = { tags: ['users'], security: [{ bearerAuth: [] }] }
+
+export const userSchemas = {
+  index: {
+    ...auth,
+    operationId: 'users.index',
+    summary: 'List users',
+    querystring: PageQuery,
+    response: { 200: Envelope(Type.Array(Type.Ref(User))), ...errorResponses(400, 401, 403) }
+  },
+  show: {
+    ...auth,
+    operationId: 'users.show',
+    summary: 'Get one user',
+    params: IdParams,
+    response: { 200: UserEnvelope, ...errorResponses(400, 401, 403, 404) }
+  },
+  store: {
+    ...auth,
+    operationId: 'users.store',
+    summary: 'Create a user',
+    description: 'Nobody can grant a role holding a permission they lack themselves (403).',
+    body: Type.Ref(UserInput),
+    response: { 201: UserEnvelope, ...errorResponses(400, 401, 403, 409, 413, 415) }
+  },
+  update: (method: 'PUT' | 'PATCH') => ({
+    ...auth,
+    operationId: method === 'PUT' ? 'users.update' : 'users.patch',
+    summary: method === 'PUT' ? 'Replace a user' : 'Change some fields of a user',
+    description: 'The password changes only when given (with c_password). Nobody can grant a role holding a permission they lack (403); the last holder of Admin cannot lose it (409).',
+    params: IdParams,
+    body: method === 'PUT' ? UserReplacement : UserChanges,
+    response: { 200: UserEnvelope, ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
+  }),
+  destroy: {
+    ...auth,
+    operationId: 'users.destroy',
+    summary: 'Delete a user',
+    description: 'Soft delete: the user is kept, invisible to the API, and their e-mail address is free again. The last holder of Admin cannot be deleted (409).',
+    params: IdParams,
+    response: { 200: UserEnvelope, ...errorResponses(400, 401, 403, 404, 409) }
+  }
+}
+
+export const userSharedSchemas = [UserInput, User]

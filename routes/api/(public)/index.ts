@@ -1,0 +1,31 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { confirmedPassword, hashPassword, verifyPassword } from '../../../lib/passwords.js'
+import { authSchemas } from './schema.js'
+
+/** `/api/login` and `/api/register`: the only routes of /api open to callers without a token. */
+const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  const { usersRepository, rolesRepository } = fastify
+
+  fastify.post('/login', { schema: authSchemas.login, preValidation: fastify.rateLimit('login') }, async (request, reply) => {
+    const { email, password } = request.body
+    const user = await usersRepository.findCredentials(email)
+    if (!await verifyPassword(user?.password, password)) {
+      reply.header('www-authenticate', 'Bearer realm="api"')
+      throw fastify.httpErrors.unauthorized('These credentials do not match our records')
+    }
+    return { success: true as const, data: fastify.issueToken(user!) }
+  })
+
+  fastify.post('/register', { schema: authSchemas.register, preValidation: fastify.rateLimit('register') }, async (request, reply) => {
+    const { name, email, password, c_password: confirmation } = request.body
+    const passwordHash = await hashPassword(confirmedPassword(password, confirmation))
+    const user = await fastify.knex.transaction(async trx => {
+      const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
+      return usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+    })
+    return reply.code(201).header('location', `/api/users/${user.id}`)
+      .send({ success: true as const, data: fastify.issueToken(user), message: 'Registered' })
+  })
+}
+
+export default publicRoutes

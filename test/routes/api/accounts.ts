@@ -1,0 +1,33 @@
+import type { FastifyInstance } from 'fastify'
+import { hashPassword } from '../../../lib/passwords.js'
+
+export const PASSWORD = 'correct horse battery'
+
+let users = 0
+
+/** A user with the given roles (created directly in the database), and a token from logging in. */
+export async function userWithRoles (app: FastifyInstance, roles: string[], email = `user${++users}@example.com`) {
+  const user = await app.knex.transaction(async trx => {
+    const found = await app.rolesRepository.findByNames(roles, trx)
+    return app.usersRepository.create({ name: 'Test User', email, passwordHash: await hashPassword(PASSWORD), roleIds: found.map(r => r.id) }, trx)
+  })
+  return { id: user.id, email, token: await login(app, email) }
+}
+
+/** A role with exactly these permissions. */
+export async function roleWithPermissions (app: FastifyInstance, name: string, permissions: string[]) {
+  const ids = (await app.rolesRepository.permissions()).filter(p => permissions.includes(p.name)).map(p => p.id)
+  return app.knex.transaction(trx => app.rolesRepository.create(name, ids, trx))
+}
+
+export async function login (app: FastifyInstance, email: string, password = PASSWORD): Promise<string> {
+  const res = await app.inject({ method: 'POST', url: '/api/login', payload: { email, password } })
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.body}`)
+  return res.json().data
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+export const client = {
+  name: 'Acme Sp. z o.o.', vat_number: '5252248481', street: 'ul. Prosta 1', city: 'Warszawa', post_code: '00-850', email: 'office@acme.example'
+}

@@ -1,0 +1,168 @@
+import t from 'tap'
+import { build } from '../../helper.js'
+import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
+
+const JWT = /^[\w-]+\.[\w-]+\.[\w-]+$/
+const registration = { name: 'Grace Hopper', email: 'grace@example.com', password: PASSWORD, c_password: PASSWORD }
+
+t.test('register answers 201 and a token for the new user; the address is then taken', async t => {
+  const app = await build(t)
+  const res = await app.inject({ method: 'POST', url: '/api/register', payload: registration })
+  t.equal(res.statusCode, 201)
+  t.match(res.json(), { success: true, data: JWT })
+  t.match(res.headers.location, /^\/api\/users\/\d+$/)
+
+  const profile = await app.inject({ url: '/api/profile', headers: bearer(res.json().data) })
+  t.equal(profile.statusCode, 200)
+  t.match(profile.json().data, { name: 'Grace Hopper', email: 'grace@example.com', roles: [], permissions: [] })
+  t.notMatch(profile.body, /password|argon2/)
+
+  const again = await app.inject({ method: 'POST', url: '/api/register', payload: { ...registration, email: 'GRACE@example.com' } })
+  t.equal(again.statusCode, 409)
+  t.match(again.json(), { success: false, statusCode: 409, message: 'The e-mail address GRACE@example.com is taken' })
+
+  const row = await app.knex('users').where({ email: 'grace@example.com' }).first()
+  t.match(row.password, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, 'stored as an argon2id hash')
+})
+
+t.test('register refuses bad bodies and writes nothing', async t => {
+  const app = await build(t)
+  const cases: [Record<string, unknown>, Record<string, unknown>][] = [
+    [{}, { name: ['is required'], email: ['is required'], password: ['is required'], c_password: ['is required'] }],
+    [{ ...registration, c_password: 'something else' }, { c_password: ['must equal password'] }],
+    [{ ...registration, password: 'short', c_password: 'short' }, { password: Array }],
+    [{ ...registration, password: 'x'.repeat(129), c_password: 'x'.repeat(129) }, { password: Array }],
+    [{ ...registration, email: 'not an address' }, { email: ['must match format "email"'] }],
+    [{ ...registration, roles: ['Admin'] }, { roles: ['is not allowed'] }]
+  ]
+  for (const [payload, data] of cases) {
+    const res = await app.inject({ method: 'POST', url: '/api/register', payload })
+    t.equal(res.statusCode, 400, JSON.stringify(payload).slice(0, 80))
+    t.match(res.json(), { success: false, statusCode: 400, data })
+  }
+  t.equal((await app.knex('users').count({ n: '*' }).first())!.n, '0', 'no user written')
+})
+
+t.test('REGISTER_ROLES names the roles a new user gets', async t => {
+  const app = await build(t)
+  const configured = await build(t, { db: app.config.db, auth: { ...app.config.auth, registerRoles: ['User'] } })
+  const res = await configured.inject({ method: 'POST', url: '/api/register', payload: registration })
+  const profile = await configured.inject({ url: '/api/profile', headers: bearer(res.json().data) })
+  t.same(profile.json().data.roles, ['User'])
+  t.same(profile.json().data.permissions, ['client-create', 'client-delete', 'client-edit', 'client-list'])
+})
+
+t.test('login: a token for the right password, the same 401 for a wrong address or password', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'], 'ada@example.com')
+
+  const ok = await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'ADA@example.com', password: PASSWORD } })
+  t.equal(ok.statusCode, 200)
+  t.match(ok.json(), { success: true, data: JWT })
+
+  const wrongPassword = await app.inject({ method: 'POST', url: '/api/login', payload: { email, password: 'not the password' } })
+  const wrongEmail = await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'nobody@example.com', password: PASSWORD } })
+  for (const res of [wrongPassword, wrongEmail]) {
+    t.equal(res.statusCode, 401)
+    t.equal(res.headers['www-authenticate'], 'Bearer realm="api"')
+  }
+  t.equal(wrongPassword.body, wrongEmail.body, 'the same body')
+  t.same(wrongEmail.json(), { success: false, statusCode: 401, error: 'Unauthorized', message: 'These credentials do not match our records' })
+
+  const empty = await app.inject({ method: 'POST', url: '/api/login', payload: {} })
+  t.equal(empty.statusCode, 400)
+  t.match(empty.json().data, { email: ['is required'], password: ['is required'] })
+})
+
+t.test('logout ends the presented token at once; scope=all ends every token of the user', async t => {
+  const app = await build(t)
+  const { email, token } = await userWithRoles(app, ['User'])
+  const other = await login(app, email)
+
+  const out = await app.inject({ url: '/api/logout', headers: bearer(token) })
+  t.equal(out.statusCode, 200)
+  t.same(out.json(), { success: true, data: null, message: 'Logged out' })
+  const after = await app.inject({ url: '/api/profile', headers: bearer(token) })
+  t.equal(after.statusCode, 401)
+  t.equal(after.headers['www-authenticate'], 'Bearer realm="api"')
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(other) })).statusCode, 200, 'the other token still works')
+
+  const third = await login(app, email)
+  t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(third) })).statusCode, 200)
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(other) })).statusCode, 401)
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(third) })).statusCode, 401)
+  const fresh = await login(app, email)
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(fresh) })).statusCode, 200, 'a new login works again')
+  t.equal((await app.inject({ url: '/api/logout?scope=some', headers: bearer(fresh) })).statusCode, 400)
+})
+
+t.test('a logout holds across a restart of the app', async t => {
+  const app = await build(t)
+  const { token } = await userWithRoles(app, [])
+  await app.inject({ url: '/api/logout', headers: bearer(token) })
+  await app.close()
+  const restarted = await build(t, { db: app.config.db })
+  t.equal((await restarted.inject({ url: '/api/profile', headers: bearer(token) })).statusCode, 401)
+})
+
+t.test('profile lists the caller\'s roles and permissions; permissions lists all twelve', async t => {
+  const app = await build(t)
+  const { token, id, email } = await userWithRoles(app, ['Admin', 'User'])
+  const res = await app.inject({ url: '/api/profile', headers: bearer(token) })
+  t.equal(res.statusCode, 200)
+  const profile = res.json().data
+  t.match(profile, { id, email, name: 'Test User', roles: ['Admin', 'User'] })
+  t.equal(profile.permissions.length, 12)
+  t.same(Object.keys(profile).sort(), ['created_at', 'email', 'id', 'name', 'permissions', 'roles', 'updated_at'])
+
+  const permissions = await app.inject({ url: '/api/permissions', headers: bearer((await userWithRoles(app, [])).token) })
+  t.equal(permissions.statusCode, 200)
+  t.same(permissions.json().data.map((p: { name: string }) => p.name), [
+    'client-list', 'client-create', 'client-edit', 'client-delete',
+    'role-list', 'role-create', 'role-edit', 'role-delete',
+    'user-list', 'user-create', 'user-edit', 'user-delete'
+  ])
+  const head = await app.inject({ method: 'HEAD', url: '/api/profile', headers: bearer(token) })
+  t.equal(head.statusCode, 200)
+})
+
+t.test('login and register are rate limited per IP and per e-mail address', async t => {
+  const app = await build(t)
+  const limited = await build(t, { db: app.config.db, auth: { ...app.config.auth, rateLimit: { perIp: 5, perEmail: 2, windowSeconds: 60 } } })
+  const attempt = (email: string, ip = '10.0.0.1') =>
+    limited.inject({ method: 'POST', url: '/api/login', payload: { email, password: 'wrong password' }, remoteAddress: ip })
+
+  t.equal((await attempt('a@example.com')).statusCode, 401)
+  t.equal((await attempt('A@example.com')).statusCode, 401)
+  const third = await attempt('a@example.com')
+  t.equal(third.statusCode, 429, 'per e-mail, without regard to case')
+  t.match(third.headers['retry-after'], /^\d+$/)
+  t.ok(Number(third.headers['retry-after']) >= 1 && Number(third.headers['retry-after']) <= 60)
+  t.match(third.json(), { success: false, statusCode: 429, error: 'Too Many Requests' })
+  t.equal((await attempt('a@example.com', '10.0.0.2')).statusCode, 429, 'the e-mail limit holds from another IP')
+
+  t.equal((await attempt('b@example.com')).statusCode, 401)
+  t.equal((await attempt('c@example.com')).statusCode, 401)
+  t.equal((await attempt('d@example.com')).statusCode, 429, 'per IP')
+  t.equal((await attempt('e@example.com', '10.0.0.3')).statusCode, 401, 'another IP is not held back')
+
+  await limited.knex('rate_limits').update({ reset_at: limited.knex.raw("now() - interval '1 second'") })
+  t.equal((await attempt('a@example.com')).statusCode, 401, 'a new window starts afresh')
+
+  const registers = await limited.inject({ method: 'POST', url: '/api/register', payload: {}, remoteAddress: '10.0.0.9' })
+  t.equal(registers.statusCode, 400, 'register counts separately from login')
+})
+
+t.test('20 concurrent registrations of one address: one 201, the rest 409, one row', async t => {
+  const plain = await build(t)
+  // Limits high enough that the uniqueness check, not the rate limit, answers.
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { perIp: 100, perEmail: 100, windowSeconds: 60 } } })
+  const results = await Promise.all(Array.from({ length: 20 }, (_, i) => app.inject({
+    method: 'POST',
+    url: '/api/register',
+    payload: { ...registration, email: i % 2 ? 'Race@Example.com' : 'race@example.COM' }
+  })))
+  const codes = results.map(res => res.statusCode).sort()
+  t.same(codes, [201, ...Array(19).fill(409)])
+  t.equal((await app.knex('users').whereRaw("lower(email) = 'race@example.com'").count({ n: '*' }).first())!.n, '1')
+})

@@ -21,6 +21,8 @@ export interface AuthConfig {
   /** With adminPassword: start-up makes sure this user exists with role Admin. */
   adminEmail: string | undefined
   adminPassword: string | undefined
+  /** Without ADMIN_EMAIL, on the embedded database: create admin@example.com when nobody holds Admin. */
+  generateAdmin: boolean
   /** Roles a newly registered user gets. */
   registerRoles: string[]
   /** Login and register attempts per client IP and per e-mail address, per window. */
@@ -136,6 +138,7 @@ export function loadConfig (env: Env = process.env): Config {
       jwtTtlSeconds: duration(env, 'JWT_TTL', 3600),
       adminEmail,
       adminPassword,
+      generateAdmin: !dbHost && adminEmail === undefined,
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
       rateLimit: {
         perIp: integer(env, 'AUTH_RATE_LIMIT_IP', 30, 1, 1_000_000),

@@ -6,32 +6,33 @@ import { ADMIN_ROLE } from './roles-repository.js'
 export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
 
 /**
- * Makes sure an administrator exists: the one of ADMIN_EMAIL / ADMIN_PASSWORD when set
- * (an existing user of that address keeps their password and gains Admin), else, on the
- * embedded database only, admin@example.com with a random password printed once.
+ * Makes sure an administrator exists: the user of ADMIN_EMAIL / ADMIN_PASSWORD when set
+ * (an existing user of that address keeps their password and gains Admin); else, where
+ * the configuration asks for it (the embedded database) and nobody holds Admin,
+ * admin@example.com with a random password that is logged once.
  */
 export default fp(async (fastify) => {
-  const { adminEmail, adminPassword } = fastify.config.auth
-  const embedded = fastify.config.db === null
-  if (adminEmail === undefined && !embedded) return
+  const { adminEmail, adminPassword, generateAdmin } = fastify.config.auth
+  const { usersRepository, rolesRepository } = fastify
 
-  const email = adminEmail ?? DEFAULT_ADMIN_EMAIL
-  const existing = await fastify.usersRepository.findCredentials(email)
-  if (existing === undefined && adminEmail === undefined && await hasAdmin()) return
-  const generated = adminPassword === undefined && existing === undefined ? randomBytes(12).toString('base64url') : undefined
-
-  await fastify.knex.transaction(async trx => {
-    const [admin] = await fastify.rolesRepository.findByNames([ADMIN_ROLE], trx)
-    const userId = existing?.id ?? (await fastify.usersRepository.create({
-      name: 'Administrator', email, passwordHash: await hashPassword((adminPassword ?? generated)!), roleIds: []
-    }, trx)).id
-    await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
-  })
-  if (generated) {
-    fastify.log.warn({ email, password: generated }, 'created the administrator: this password is shown once only')
+  /** Gives the user of this address Admin, creating them with this password if needed; true when created. */
+  async function ensureAdmin (email: string, password: string): Promise<boolean> {
+    return fastify.knex.transaction(async trx => {
+      const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
+      const existing = await usersRepository.findCredentials(email, trx)
+      const userId = existing?.id ??
+        (await usersRepository.create({ name: 'Administrator', email, passwordHash: await hashPassword(password), roleIds: [] }, trx)).id
+      await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
+      return existing === undefined
+    })
   }
 
-  async function hasAdmin () {
-    return fastify.knex.transaction(trx => fastify.usersRepository.countAdmins(trx)).then(count => count > 0)
+  if (adminEmail !== undefined && adminPassword !== undefined) {
+    await ensureAdmin(adminEmail, adminPassword)
+  } else if (generateAdmin && await fastify.knex.transaction(trx => usersRepository.countAdmins(trx)) === 0) {
+    const password = randomBytes(12).toString('base64url')
+    if (await ensureAdmin(DEFAULT_ADMIN_EMAIL, password)) {
+      fastify.log.warn({ email: DEFAULT_ADMIN_EMAIL, password }, 'created the administrator: this password is shown once only')
+    }
   }
 }, { name: 'admin-account', dependencies: ['config', 'users-repository', 'roles-repository'] })

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import { isUniqueViolation } from '../lib/db-errors.js'
+import { uniqueConflict } from '../lib/db-errors.js'
 import type { Role } from '../routes/api/(authenticated)/roles/schema.js'
 import { MAX_ID, type Page } from './students-repository.js'
 
@@ -20,7 +20,7 @@ function createRolesRepository (knex: Knex, conflict: (message: string) => Error
        where rp.role_id = r.id), '[]') as permissions`))
 
   const nameTaken = (error: unknown, name: string | undefined) =>
-    name !== undefined && isUniqueViolation(error, 'roles_name_unique') ? conflict(`A role named ${name} already exists`) : error
+    uniqueConflict(error, 'roles_name_unique', () => conflict(`A role named ${name} already exists`))
 
   /** Gives the role exactly these permissions. */
   async function setPermissions (trx: Knex, roleId: number, permissionIds: number[]) {

@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import { isUniqueViolation } from '../lib/db-errors.js'
+import { uniqueConflict } from '../lib/db-errors.js'
 import type { Student, StudentInput } from '../schemas/students.js'
 
 declare module 'fastify' {
@@ -20,11 +20,8 @@ export interface Page {
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
 
 function createStudentsRepository (knex: Knex, conflict: (message: string) => Error) {
-  /** The 409 for a write that hit the unique index on lower(email); any other error unchanged. */
   const emailTakenOr = (error: unknown, email: string | undefined) =>
-    email !== undefined && isUniqueViolation(error)
-      ? conflict(`A student with e-mail ${email} already exists`)
-      : error
+    uniqueConflict(error, 'students_email_unique', () => conflict(`A student with e-mail ${email} already exists`))
 
   return {
     /** One page, in id order; asks for one row more than the limit to tell whether more follow. */

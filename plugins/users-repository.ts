@@ -1,6 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import { isUniqueViolation } from '../lib/db-errors.js'
+import { uniqueConflict } from '../lib/db-errors.js'
 import type { User } from '../routes/api/(authenticated)/users/schema.js'
 import { ADMIN_ROLE } from './roles-repository.js'
 import { MAX_ID, type Page } from './students-repository.js'
@@ -23,7 +23,7 @@ function createUsersRepository (knex: Knex, conflict: (message: string) => Error
        where ur.user_id = u.id), '[]') as roles`))
 
   const emailTaken = (error: unknown, email: string | undefined) =>
-    email !== undefined && isUniqueViolation(error, 'users_email_unique') ? conflict(`The e-mail address ${email} is taken`) : error
+    uniqueConflict(error, 'users_email_unique', () => conflict(`The e-mail address ${email} is taken`))
 
   async function setRoles (trx: Knex, userId: number, roleIds: number[]) {
     await trx('user_roles').where({ user_id: userId }).delete()

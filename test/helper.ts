@@ -42,7 +42,9 @@ export async function createDatabase (t: Test): Promise<DatabaseConfig> {
 
 /** The configuration the service would read, pointed at the given database. */
 export function testConfig (db: DatabaseConfig, overrides: Partial<Config> = {}): Config {
-  return { ...environmentConfig(), logLevel: 'silent', db, ...overrides }
+  const config = environmentConfig()
+  // As with DB_HOST: no administrator is generated unless a test asks for one.
+  return { ...config, logLevel: 'silent', db, auth: { ...config.auth, generateAdmin: false }, ...overrides }
 }
 
 /** Builds the app exactly as server.ts does, on the given database, closed after the test. */

@@ -23,6 +23,7 @@ t.test('defaults, with the embedded database', async t => {
       jwtTtlSeconds: 3600,
       adminEmail: undefined,
       adminPassword: undefined,
+      generateAdmin: true,
       registerRoles: [],
       rateLimit: { perIp: 30, perEmail: 10, windowSeconds: 60 }
     }
@@ -49,10 +50,12 @@ t.test('authentication settings', async t => {
     jwtTtlSeconds: 900,
     adminEmail: 'root@example.com',
     adminPassword: 'correct horse',
+    generateAdmin: false,
     registerRoles: ['User', 'Reader'],
     rateLimit: { perIp: 100, perEmail: 3, windowSeconds: 3600 }
   })
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '90' }).auth.jwtTtlSeconds, 90)
+  t.match(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, ADMIN_EMAIL: '', ADMIN_PASSWORD: '' }).auth, { adminEmail: undefined, adminPassword: undefined }, 'empty is unset')
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '2d' }).auth.jwtTtlSeconds, 172800)
 })
 

@@ -21,6 +21,12 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
 
   const first = await startServer(embeddedEnv(dataDir))
   t.teardown(() => first.process.kill('SIGKILL'))
+  const created_admin = first.logs.find(entry => entry.msg === 'created the administrator: this password is shown once only')
+  t.match(created_admin, { email: 'admin@example.com', password: String }, 'the generated admin password is printed')
+  const adminLogin = await fetch(`${first.url}/api/login`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: created_admin!.password })
+  })
+  t.equal(adminLogin.status, 200, 'and works')
   const created = await fetch(`${first.url}/students`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ada)
   })
@@ -41,6 +47,7 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
 
   const second = await startServer(embeddedEnv(dataDir))
   t.teardown(() => second.process.kill('SIGKILL'))
+  t.notOk(second.logs.some(entry => entry.msg === 'created the administrator: this password is shown once only'), 'printed once only')
   const again = await fetch(`${second.url}/students/${student.id}`)
   t.same(await again.json(), student, 'data survives the restart')
   const list = await (await fetch(`${second.url}/students`)).json() as unknown[]

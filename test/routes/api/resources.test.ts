@@ -87,6 +87,8 @@ t.test('roles: create, update, delete; the Admin role is protected; nobody grant
   for (const method of ['PATCH', 'DELETE'] as const) {
     t.equal((await app.inject({ method, url: `/api/roles/${role.id}`, headers: admin, ...(method === 'PATCH' && { payload: { name: 'X' } }) })).statusCode, 404)
   }
+  const other = await roleWithPermissions(app, 'Other', [])
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/roles/${other.id}`, headers: admin, payload: { name: 'ADMIN' } })).statusCode, 409, 'a name taken')
   const list = await app.inject({ url: '/api/roles?limit=1', headers: admin })
   t.equal(list.json().data.length, 1)
   t.match(list.headers.link, /^<\/api\/roles\?limit=1&after=\d+>; rel="next"$/)
@@ -123,6 +125,10 @@ t.test('users: create, update, delete; last admin; no escalation; never a passwo
   t.same(unknownRole.json().data, { roles: ['unknown role: Wizard'] })
   t.equal((await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { name: 'Y', email: 'LINUS@example.com', password: 'a long password', c_password: 'a long password' } })).statusCode, 409)
 
+  const confirmationOnly = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { c_password: 'a long password' } })
+  t.same(confirmationOnly.json().data, { c_password: ['must equal password'] })
+  const taken = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { email: `USER${first.id}@example.com`.replace(`USER${first.id}`, first.email.split('@')[0]!.toUpperCase()) } })
+  t.equal(taken.statusCode, 409, 'an address taken')
   const renamed = await app.inject({ method: 'PUT', url: `/api/users/${user.id}`, headers: admin, payload: { name: 'Linus T.', email: 'linus@example.com', roles: [] } })
   t.match(renamed.json().data, { name: 'Linus T.', roles: [] })
   const password = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { password: 'a new password!', c_password: 'a new password!' } })
@@ -158,4 +164,15 @@ t.test('users: create, update, delete; last admin; no escalation; never a passwo
   t.equal(reuse.statusCode, 201, 'a deleted user\'s address is free again')
   const list = await app.inject({ url: '/api/users', headers: bearer(second.token) })
   t.notMatch(list.body, /argon2|"password"/)
+})
+
+t.test('ids beyond any record answer 404 on every resource', async t => {
+  const app = await build(t)
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  for (const resource of ['clients', 'roles', 'users']) {
+    for (const method of ['GET', 'PATCH', 'DELETE'] as const) {
+      const res = await app.inject({ method, url: `/api/${resource}/2147483648`, headers: admin, ...(method === 'PATCH' && { payload: { name: 'X' } }) })
+      t.equal(res.statusCode, 404, `${method} ${resource}`)
+    }
+  }
 })

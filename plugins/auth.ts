@@ -32,7 +32,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest hook: a valid bearer token of an existing user, not logged out, or 401. */
     authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
-    /** preHandler hook factory: the caller holds `permission`, or 403. */
+    /** Route hook factory (onRequest, before the body is read): the caller holds `permission`, or 403. */
     can: (permission: string) => (request: FastifyRequest) => Promise<void>
     /** A new token for the user. */
     issueToken: (user: { id: number, token_generation: number }) => string

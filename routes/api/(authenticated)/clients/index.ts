@@ -7,18 +7,18 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   const repository = fastify.clientsRepository
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
 
-  fastify.get('/', { schema: clientSchemas.index, preHandler: fastify.can('client-list') }, async (request, reply) => {
+  fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const { limit, after } = request.query
     return { success: true as const, data: page(await repository.list({ limit, after }), limit, reply, fastify.prefix) }
   })
 
-  fastify.get('/:id', { schema: clientSchemas.show, preHandler: fastify.can('client-list') }, async (request) => {
+  fastify.get('/:id', { schema: clientSchemas.show, onRequest: fastify.can('client-list') }, async (request) => {
     const client = await repository.find(request.params.id)
     if (!client) throw notFound(request.params.id)
     return { success: true as const, data: client }
   })
 
-  fastify.post('/', { schema: clientSchemas.store, preHandler: fastify.can('client-create') }, async (request, reply) => {
+  fastify.post('/', { schema: clientSchemas.store, onRequest: fastify.can('client-create') }, async (request, reply) => {
     const client = await repository.create(request.body)
     return reply.code(201).header('location', `${fastify.prefix}/${client.id}`)
       .send({ success: true as const, data: client, message: 'Client created' })
@@ -29,7 +29,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
       method,
       url: '/:id',
       schema: clientSchemas.update(method),
-      preHandler: fastify.can('client-edit'),
+      onRequest: fastify.can('client-edit'),
       handler: async (request) => {
         const client = await repository.update(request.params.id, request.body)
         if (!client) throw notFound(request.params.id)
@@ -38,7 +38,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
     })
   }
 
-  fastify.delete('/:id', { schema: clientSchemas.destroy, preHandler: fastify.can('client-delete') }, async (request) => {
+  fastify.delete('/:id', { schema: clientSchemas.destroy, onRequest: fastify.can('client-delete') }, async (request) => {
     const client = await repository.remove(request.params.id)
     if (!client) throw notFound(request.params.id)
     return { success: true as const, data: client, message: 'Client deleted' }

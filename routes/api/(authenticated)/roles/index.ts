@@ -22,18 +22,18 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     return names.map(name => known.get(name)!)
   }
 
-  fastify.get('/', { schema: roleSchemas.index, preHandler: fastify.can('role-list') }, async (request, reply) => {
+  fastify.get('/', { schema: roleSchemas.index, onRequest: fastify.can('role-list') }, async (request, reply) => {
     const { limit, after } = request.query
     return { success: true as const, data: page(await repository.list({ limit, after }), limit, reply, fastify.prefix) }
   })
 
-  fastify.get('/:id', { schema: roleSchemas.show, preHandler: fastify.can('role-list') }, async (request) => {
+  fastify.get('/:id', { schema: roleSchemas.show, onRequest: fastify.can('role-list') }, async (request) => {
     const role = await repository.find(request.params.id)
     if (!role) throw roleNotFound(request.params.id)
     return { success: true as const, data: role }
   })
 
-  fastify.post('/', { schema: roleSchemas.store, preHandler: fastify.can('role-create') }, async (request, reply) => {
+  fastify.post('/', { schema: roleSchemas.store, onRequest: fastify.can('role-create') }, async (request, reply) => {
     const permissionIds = await grantable(request.body.permission, request.user.permissions)
     const role = await fastify.knex.transaction(trx => repository.create(request.body.name, permissionIds, trx))
     return reply.code(201).header('location', `${fastify.prefix}/${role.id}`)
@@ -45,7 +45,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       method,
       url: '/:id',
       schema: roleSchemas.update(method),
-      preHandler: fastify.can('role-edit'),
+      onRequest: fastify.can('role-edit'),
       handler: async (request) => {
         const { id } = request.params
         const { name, permission } = request.body
@@ -66,7 +66,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     })
   }
 
-  fastify.delete('/:id', { schema: roleSchemas.destroy, preHandler: fastify.can('role-delete') }, async (request) => {
+  fastify.delete('/:id', { schema: roleSchemas.destroy, onRequest: fastify.can('role-delete') }, async (request) => {
     const { id } = request.params
     const role = await fastify.knex.transaction(async trx => {
       await repository.lockAdmin(trx)

@@ -34,18 +34,18 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     if (await usersRepository.countAdmins(trx) === 0) throw conflict('The last user holding Admin cannot be deleted or lose it')
   }
 
-  fastify.get('/', { schema: userSchemas.index, preHandler: fastify.can('user-list') }, async (request, reply) => {
+  fastify.get('/', { schema: userSchemas.index, onRequest: fastify.can('user-list') }, async (request, reply) => {
     const { limit, after } = request.query
     return { success: true as const, data: page(await usersRepository.list({ limit, after }), limit, reply, fastify.prefix) }
   })
 
-  fastify.get('/:id', { schema: userSchemas.show, preHandler: fastify.can('user-list') }, async (request) => {
+  fastify.get('/:id', { schema: userSchemas.show, onRequest: fastify.can('user-list') }, async (request) => {
     const user = await usersRepository.find(request.params.id)
     if (!user) throw userNotFound(request.params.id)
     return { success: true as const, data: user }
   })
 
-  fastify.post('/', { schema: userSchemas.store, preHandler: fastify.can('user-create') }, async (request, reply) => {
+  fastify.post('/', { schema: userSchemas.store, onRequest: fastify.can('user-create') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, roles = [] } = request.body
     const passwordHash = await hashPassword(confirmedPassword(password, confirmation))
     const user = await fastify.knex.transaction(async trx => {
@@ -62,7 +62,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       method,
       url: '/:id',
       schema: userSchemas.update(method),
-      preHandler: fastify.can('user-edit'),
+      onRequest: fastify.can('user-edit'),
       handler: async (request) => {
         const { id } = request.params
         const { name, email, password, c_password: confirmation, roles } = request.body
@@ -84,7 +84,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     })
   }
 
-  fastify.delete('/:id', { schema: userSchemas.destroy, preHandler: fastify.can('user-delete') }, async (request) => {
+  fastify.delete('/:id', { schema: userSchemas.destroy, onRequest: fastify.can('user-delete') }, async (request) => {
     const { id } = request.params
     const user = await fastify.knex.transaction(async trx => {
       await rolesRepository.lockAdmin(trx)

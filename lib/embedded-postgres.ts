@@ -34,8 +34,8 @@ export class EmbeddedPostgres {
     return { host: this.socketDir, port: 5432, database: 'postgres', user: 'postgres', password: '' }
   }
 
-  /** Initialises the cluster on first use and starts it unless it is running already. */
-  async start (): Promise<void> {
+  /** Initialises the cluster on first use and starts it unless it is running already; true when it started it. */
+  async start (): Promise<boolean> {
     const bin = await binaries()
     const owner = await serverOwner()
     await makeOwnedDir(this.socketDir, owner)
@@ -47,12 +47,13 @@ export class EmbeddedPostgres {
         '--encoding=UTF8', '--locale-provider=builtin', '--locale=C.UTF-8'
       ], { ...owner, env: { ...process.env, LC_ALL: 'C' } })
     }
-    if (await this.isRunning(bin, owner)) return
+    if (await this.isRunning(bin, owner)) return false
     await run(bin.pg_ctl, [
       'start', '--wait', '--timeout=60', `--pgdata=${this.pgdata}`,
       `--log=${path.join(this.pgdata, 'server.log')}`,
       `--options=-c listen_addresses='' -c unix_socket_directories='${this.socketDir}' -c port=5432`
     ], { ...owner, env: { ...process.env, LC_ALL: 'C' } })
+    return true
   }
 
   /** Stops the server cleanly, waiting for open transactions to be rolled back. */

@@ -13,13 +13,14 @@ function createAjv (options: Options): Ajv {
   addFormats.default(ajv)
   // OpenAPI annotations that validation ignores.
   ajv.addKeyword({ keyword: 'example' })
-  const notFuture: ((enabled: boolean, value: string) => boolean) & { errors?: Partial<ErrorObject>[] } =
-    (enabled, value) => {
-      if (!enabled || value <= latestToday()) return true
-      notFuture.errors = [{ keyword: 'x-not-future', message: 'must not be in the future', params: {} }]
-      return false
+  // A calendar day PostgreSQL can store (from year 1) that has begun somewhere already.
+  const pastDate: ((enabled: boolean, value: string) => boolean) & { errors?: Partial<ErrorObject>[] } =
+    (_enabled, value) => {
+      const message = value > latestToday() ? 'must not be in the future' : value < '0001-01-01' ? 'must not be before 0001-01-01' : undefined
+      pastDate.errors = message ? [{ keyword: 'x-past-date', message, params: {} }] : []
+      return message === undefined
     }
-  ajv.addKeyword({ keyword: 'x-not-future', type: 'string', errors: true, validate: notFuture })
+  ajv.addKeyword({ keyword: 'x-past-date', type: 'string', errors: true, validate: pastDate })
   return ajv
 }
 

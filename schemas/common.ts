@@ -12,11 +12,26 @@ export const ErrorBody = Type.Object({
   }))
 }, { $id: 'ErrorBody', additionalProperties: false, description: 'The body of every error response' })
 
-const ErrorRef = Type.Ref(ErrorBody)
+const ERRORS: Record<number, string> = {
+  400: 'Invalid request: `data` names the fields and what is wrong with them',
+  401: 'No valid bearer token (with `WWW-Authenticate: Bearer`)',
+  403: 'The caller lacks the permission this needs',
+  404: 'No record with this id',
+  409: 'A unique value is taken, or the change would leave no administrator',
+  413: 'The request body is larger than the limit',
+  415: 'The request body is not JSON',
+  429: 'Too many attempts (with `Retry-After`)',
+  500: 'The server failed; the body says nothing of the cause',
+  503: 'The database is unavailable or overloaded (with `Retry-After`)'
+}
 
-/** Response schemas of the given error statuses, all answering the ErrorBody. */
-export function errorResponses<S extends number> (...statuses: S[]): Record<S, typeof ErrorRef> {
-  return Object.fromEntries(statuses.map(status => [status, ErrorRef])) as Record<S, typeof ErrorRef>
+/**
+ * Response schemas of the given error statuses, all answering the ErrorBody; 500 and 503,
+ * which any route that reaches the database can answer, come with every set.
+ */
+export function errorResponses (...statuses: number[]) {
+  return Object.fromEntries([...statuses, 500, 503].map(status =>
+    [status, Type.Ref(ErrorBody, { description: ERRORS[status] })]))
 }
 
 export const IdParams = Type.Object({

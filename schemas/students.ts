@@ -8,8 +8,7 @@ export const studentFields = {
   age: Type.Integer({ minimum: 0, maximum: 150, example: 36 }),
   dob: Type.String({
     format: 'date',
-    formatMinimum: '0001-01-01',
-    'x-not-future': true,
+    'x-past-date': true,
     description: 'Date of birth, `YYYY-MM-DD`: a real calendar day, not in the future',
     example: '1815-12-10'
   })

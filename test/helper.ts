@@ -3,6 +3,7 @@ import type { Test } from 'tap'
 import pg from 'pg'
 import app, { serverOptions } from '../app.js'
 import { loadConfig, type Config, type DatabaseConfig } from '../lib/config.js'
+import { conformToOpenApi } from './openapi-conformance.js'
 import { testEmbeddedPostgres } from './setup/test-database-server.js'
 
 
@@ -47,10 +48,14 @@ export function testConfig (db: DatabaseConfig, overrides: Partial<Config> = {})
   return { ...config, logLevel: 'silent', db, auth: { ...config.auth, generateAdmin: false }, ...overrides }
 }
 
-/** Builds the app exactly as server.ts does, on the given database, closed after the test. */
+/**
+ * Builds the app exactly as server.ts does, on the given database, closed after the test.
+ * Every response is held to the OpenAPI document.
+ */
 export async function buildApp (t: Test, config: Config): Promise<FastifyInstance> {
   const fastify = Fastify(serverOptions(config))
   await fastify.register(app, { config })
+  fastify.addHook('onSend', conformToOpenApi(t, fastify))
   await fastify.ready()
   t.teardown(() => fastify.close())
   return fastify

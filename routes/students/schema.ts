@@ -10,7 +10,7 @@ const SomeFields = AtLeastOneOf(Type.Object(studentFields), { description: 'Any 
 
 /** The route schemas of one variant, named `<namespace>.index`, `.show`, `.store`, ... */
 export function studentSchemas (namespace: string, tag: string) {
-  const common = { tags: [tag] }
+  const common = { tags: [tag], security: [] }
   return {
     index: {
       ...common,
@@ -18,14 +18,15 @@ export function studentSchemas (namespace: string, tag: string) {
       summary: 'List students',
       description: 'Students in id order, one page at a time. When more follow, a `Link: <…>; rel="next"` header points at the next page.',
       querystring: PageQuery,
-      response: { 200: Type.Ref(StudentList), ...errorResponses(400) }
+      response: { 200: Type.Ref(StudentList, { description: 'One page of students; `Link` points at the next' }), ...errorResponses(400) }
     },
     show: {
       ...common,
       operationId: `${namespace}.show`,
       summary: 'Get one student',
+      description: 'The student with this id, or 404.',
       params: IdParams,
-      response: { 200: Type.Ref(Student), ...errorResponses(400, 404) }
+      response: { 200: Type.Ref(Student, { description: 'The student' }), ...errorResponses(400, 404) }
     },
     store: {
       ...common,
@@ -33,7 +34,7 @@ export function studentSchemas (namespace: string, tag: string) {
       summary: 'Add a student',
       description: 'Answers 201 with the new student and its address in `Location`.',
       body: Type.Ref(StudentInput),
-      response: { 201: Type.Ref(Student), ...errorResponses(400, 409, 413, 415) }
+      response: { 201: Type.Ref(Student, { description: 'The new student; `Location` is its address' }), ...errorResponses(400, 409, 413, 415) }
     },
     update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
       return {
@@ -45,13 +46,14 @@ export function studentSchemas (namespace: string, tag: string) {
           : 'Changes the fields given, at least one; the others keep their values.',
         params: IdParams,
         body: mode === 'name-only' ? NameOnly : SomeFields,
-        response: { 200: Type.Ref(Student), ...errorResponses(400, 404, 409, 413, 415) }
+        response: { 200: Type.Ref(Student, { description: 'The student as changed' }), ...errorResponses(400, 404, 409, 413, 415) }
       }
     },
     destroy: {
       ...common,
       operationId: `${namespace}.destroy`,
       summary: 'Remove a student',
+      description: 'Deletes the student for good; answers 204 with no body, or 404.',
       params: IdParams,
       response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(400, 404) }
     }

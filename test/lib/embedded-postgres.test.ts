@@ -13,7 +13,7 @@ t.test('initialises once, starts, is reused while running, and stops', async t =
   t.teardown(() => server.stop())
   const pidFile = path.join(server.pgdata, 'postmaster.pid')
 
-  await server.start()
+  t.equal(await server.start(), true, 'started')
   const pid = (await readFile(pidFile, 'utf8')).split('\n')[0]
   const client = new pg.Client(server.connection)
   await client.connect()
@@ -21,7 +21,7 @@ t.test('initialises once, starts, is reused while running, and stops', async t =
   await client.end()
   t.same(rows, [{ listen: '', encoding: 'UTF8' }], 'a Unix socket only, UTF-8')
 
-  await server.start()
+  t.equal(await server.start(), false, 'already running')
   t.equal((await readFile(pidFile, 'utf8')).split('\n')[0], pid, 'a running server is reused')
 
   await server.stop()

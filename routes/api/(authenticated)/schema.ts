@@ -22,20 +22,22 @@ export const accountSchemas = {
     querystring: Type.Object({
       scope: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('all')], { default: 'token' }))
     }),
-    response: { 200: Envelope(Type.Null()), ...errorResponses(400, 401) }
+    response: { 200: Envelope(Type.Null(), { description: 'Logged out' }), ...errorResponses(400, 401) }
   },
   profile: {
     ...auth,
     operationId: 'auth.profile',
     summary: 'The caller',
-    response: { 200: Envelope(Type.Ref(Profile)), ...errorResponses(401) }
+    description: 'The user the token belongs to, with the names of their roles and of the permissions those give.',
+    response: { 200: Envelope(Type.Ref(Profile), { description: 'The caller' }), ...errorResponses(401) }
   },
   permissions: {
     ...auth,
     tags: ['roles'],
     operationId: 'permissions.index',
     summary: 'List the permissions',
-    response: { 200: Envelope(Type.Array(Type.Ref(NamedRef))), ...errorResponses(401) }
+    description: 'Every permission a role can hold, for any caller with a valid token.',
+    response: { 200: Envelope(Type.Array(Type.Ref(NamedRef)), { description: 'Every permission' }), ...errorResponses(401) }
   }
 }
 

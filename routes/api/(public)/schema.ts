@@ -2,11 +2,12 @@ import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../../../schemas/common.js'
 import { userFields } from '../../../schemas/users.js'
 
-const TokenRef = Type.Ref('TokenEnvelope')
+const token = (description: string) => Type.Ref('TokenEnvelope', { description })
 
 export const authSchemas = {
   login: {
     tags: ['auth'],
+    security: [],
     operationId: 'auth.login',
     summary: 'Log in',
     description: 'Answers a bearer token. A wrong e-mail address and a wrong password get the same 401. Rate limited per client IP and per e-mail address (429 with Retry-After).',
@@ -14,14 +15,15 @@ export const authSchemas = {
       email: Type.String({ minLength: 1, maxLength: 254, example: 'admin@example.com' }),
       password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true })
     }, { additionalProperties: false }),
-    response: { 200: TokenRef, ...errorResponses(400, 401, 413, 415, 429) }
+    response: { 200: token('A bearer token'), ...errorResponses(400, 401, 413, 415, 429) }
   },
   register: {
     tags: ['auth'],
+    security: [],
     operationId: 'auth.register',
     summary: 'Register',
     description: 'Creates a user with the roles named in REGISTER_ROLES and answers a bearer token for them. Rate limited like login.',
     body: Type.Object(userFields, { additionalProperties: false }),
-    response: { 201: TokenRef, ...errorResponses(400, 409, 413, 415, 429) }
+    response: { 201: token('A bearer token for the new user; `Location` is the user\'s address'), ...errorResponses(400, 409, 413, 415, 429) }
   }
 }

@@ -21,7 +21,7 @@ export const Client = Type.Object({
 }, { $id: 'Client', additionalProperties: false })
 export type Client = Static<typeof Client>
 
-const ClientEnvelope = Envelope(Type.Ref(Client))
+const ClientEnvelope = (description: string) => Envelope(Type.Ref(Client), { description })
 const auth = { tags: ['clients'], security: [{ bearerAuth: [] }] }
 
 export const clientSchemas = {
@@ -29,30 +29,34 @@ export const clientSchemas = {
     ...auth,
     operationId: 'clients.index',
     summary: 'List clients',
+    description: 'In id order, `limit` at a time (default 100, at most 1000) after the id `after`; needs client-list.',
     querystring: PageQuery,
-    response: { 200: Envelope(Type.Array(Type.Ref(Client))), ...errorResponses(400, 401, 403) }
+    response: { 200: Envelope(Type.Array(Type.Ref(Client)), { description: 'One page of clients; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,
     operationId: 'clients.show',
     summary: 'Get one client',
+    description: 'Needs client-list.',
     params: IdParams,
-    response: { 200: ClientEnvelope, ...errorResponses(400, 401, 403, 404) }
+    response: { 200: ClientEnvelope('The client'), ...errorResponses(400, 401, 403, 404) }
   },
   store: {
     ...auth,
     operationId: 'clients.store',
     summary: 'Create a client',
+    description: 'Needs client-create.',
     body: Type.Ref(ClientInput),
-    response: { 201: ClientEnvelope, ...errorResponses(400, 401, 403, 413, 415) }
+    response: { 201: ClientEnvelope('The new client; `Location` is its address'), ...errorResponses(400, 401, 403, 413, 415) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,
     operationId: method === 'PUT' ? 'clients.update' : 'clients.patch',
     summary: method === 'PUT' ? 'Replace a client' : 'Change some fields of a client',
+    description: method === 'PUT' ? 'Takes every field; needs client-edit.' : 'Takes at least one field; the others keep their values. Needs client-edit.',
     params: IdParams,
     body: method === 'PUT' ? Type.Ref(ClientInput) : AtLeastOneOf(Type.Object(clientFields)),
-    response: { 200: ClientEnvelope, ...errorResponses(400, 401, 403, 404, 413, 415) }
+    response: { 200: ClientEnvelope('The client as changed'), ...errorResponses(400, 401, 403, 404, 413, 415) }
   }),
   destroy: {
     ...auth,
@@ -60,7 +64,7 @@ export const clientSchemas = {
     summary: 'Delete a client',
     description: 'Soft delete: the client is kept, invisible to the API.',
     params: IdParams,
-    response: { 200: ClientEnvelope, ...errorResponses(400, 401, 403, 404) }
+    response: { 200: ClientEnvelope('The deleted client'), ...errorResponses(400, 401, 403, 404) }
   }
 }
 

@@ -20,7 +20,7 @@ export const Role = Type.Object({
 }, { $id: 'Role', additionalProperties: false })
 export type Role = Static<typeof Role>
 
-const RoleEnvelope = Envelope(Type.Ref(Role))
+const RoleEnvelope = (description: string) => Envelope(Type.Ref(Role), { description })
 const auth = { tags: ['roles'], security: [{ bearerAuth: [] }] }
 
 export const roleSchemas = {
@@ -28,15 +28,17 @@ export const roleSchemas = {
     ...auth,
     operationId: 'roles.index',
     summary: 'List roles',
+    description: 'In id order, `limit` at a time (default 100, at most 1000) after the id `after`; needs role-list.',
     querystring: PageQuery,
-    response: { 200: Envelope(Type.Array(Type.Ref(Role))), ...errorResponses(400, 401, 403) }
+    response: { 200: Envelope(Type.Array(Type.Ref(Role)), { description: 'One page of roles; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,
     operationId: 'roles.show',
     summary: 'Get one role',
+    description: 'Needs role-list.',
     params: IdParams,
-    response: { 200: RoleEnvelope, ...errorResponses(400, 401, 403, 404) }
+    response: { 200: RoleEnvelope('The role'), ...errorResponses(400, 401, 403, 404) }
   },
   store: {
     ...auth,
@@ -44,7 +46,7 @@ export const roleSchemas = {
     summary: 'Create a role',
     description: 'Nobody can create a role holding a permission they lack themselves (403).',
     body: Type.Ref(RoleInput),
-    response: { 201: RoleEnvelope, ...errorResponses(400, 401, 403, 409, 413, 415) }
+    response: { 201: RoleEnvelope('The new role; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,
@@ -53,7 +55,7 @@ export const roleSchemas = {
     description: 'Nobody can give a role a permission they lack themselves (403). The Admin role cannot be renamed or lose a permission (409).',
     params: IdParams,
     body: method === 'PUT' ? Type.Ref(RoleInput) : AtLeastOneOf(Type.Object(roleFields)),
-    response: { 200: RoleEnvelope, ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
+    response: { 200: RoleEnvelope('The role as changed'), ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
   }),
   destroy: {
     ...auth,
@@ -61,7 +63,7 @@ export const roleSchemas = {
     summary: 'Delete a role',
     description: 'The users holding the role lose it. The Admin role cannot be deleted (409).',
     params: IdParams,
-    response: { 200: RoleEnvelope, ...errorResponses(400, 401, 403, 404, 409) }
+    response: { 200: RoleEnvelope('The deleted role'), ...errorResponses(400, 401, 403, 404, 409) }
   }
 }
 

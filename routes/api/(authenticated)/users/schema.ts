@@ -36,7 +36,7 @@ export const User = Type.Object({
 }, { $id: 'User', additionalProperties: false })
 export type User = Static<typeof User>
 
-const UserEnvelope = Envelope(Type.Ref(User))
+const UserEnvelope = (description: string) => Envelope(Type.Ref(User), { description })
 const auth = { tags: ['users'], security: [{ bearerAuth: [] }] }
 
 export const userSchemas = {
@@ -44,15 +44,17 @@ export const userSchemas = {
     ...auth,
     operationId: 'users.index',
     summary: 'List users',
+    description: 'In id order, `limit` at a time (default 100, at most 1000) after the id `after`; needs user-list.',
     querystring: PageQuery,
-    response: { 200: Envelope(Type.Array(Type.Ref(User))), ...errorResponses(400, 401, 403) }
+    response: { 200: Envelope(Type.Array(Type.Ref(User)), { description: 'One page of users; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,
     operationId: 'users.show',
     summary: 'Get one user',
+    description: 'Needs user-list.',
     params: IdParams,
-    response: { 200: UserEnvelope, ...errorResponses(400, 401, 403, 404) }
+    response: { 200: UserEnvelope('The user'), ...errorResponses(400, 401, 403, 404) }
   },
   store: {
     ...auth,
@@ -60,7 +62,7 @@ export const userSchemas = {
     summary: 'Create a user',
     description: 'Nobody can grant a role holding a permission they lack themselves (403).',
     body: Type.Ref(UserInput),
-    response: { 201: UserEnvelope, ...errorResponses(400, 401, 403, 409, 413, 415) }
+    response: { 201: UserEnvelope('The new user; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,
@@ -69,7 +71,7 @@ export const userSchemas = {
     description: 'The password changes only when given (with c_password). Nobody can grant a role holding a permission they lack (403); the last holder of Admin cannot lose it (409).',
     params: IdParams,
     body: method === 'PUT' ? UserReplacement : UserChanges,
-    response: { 200: UserEnvelope, ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
+    response: { 200: UserEnvelope('The user as changed'), ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
   }),
   destroy: {
     ...auth,
@@ -77,7 +79,7 @@ export const userSchemas = {
     summary: 'Delete a user',
     description: 'Soft delete: the user is kept, invisible to the API, and their e-mail address is free again. The last holder of Admin cannot be deleted (409).',
     params: IdParams,
-    response: { 200: UserEnvelope, ...errorResponses(400, 401, 403, 404, 409) }
+    response: { 200: UserEnvelope('The deleted user'), ...errorResponses(400, 401, 403, 404, 409) }
   }
 }
 

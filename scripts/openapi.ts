@@ -1,0 +1,21 @@
+// Writes openapi.json: the OpenAPI document the service serves, built from the route
+// schemas. The app needs its database to start, so this uses the configured one, or the
+// embedded PostgreSQL (stopped again if this script started it).
+import { writeFile } from 'node:fs/promises'
+import Fastify from 'fastify'
+import app, { serverOptions } from '../app.js'
+import { loadConfig } from '../lib/config.js'
+import { EmbeddedPostgres } from '../lib/embedded-postgres.js'
+
+const config = { ...loadConfig(), logLevel: 'warn' as const }
+const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
+const started = await embedded?.start()
+try {
+  const fastify = Fastify(serverOptions(config))
+  await fastify.register(app, { config })
+  await fastify.ready()
+  await writeFile(new URL('../openapi.json', import.meta.url), JSON.stringify(fastify.swagger(), null, 2) + '\n')
+  await fastify.close()
+} finally {
+  if (started) await embedded?.stop()
+}

@@ -1,0 +1,50 @@
+import { Ajv, type ValidateFunction } from 'ajv'
+import addFormats from 'ajv-formats'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Test } from 'tap'
+
+interface Document {
+  components: object
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>>
+}
+
+/**
+ * An onSend hook that holds every response the tests see to the OpenAPI document the app
+ * serves: the route, method and status must be documented, and the body must match the
+ * documented schema. Anything else fails the test.
+ */
+export function conformToOpenApi (t: Test, app: FastifyInstance) {
+  const ajv = new Ajv({ strict: false, allErrors: true })
+  addFormats.default(ajv)
+  const validators = new Map<string, ValidateFunction>()
+  let document: Document | undefined
+
+  return async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+    const route = request.routeOptions.url
+    if (route === undefined || request.method === 'HEAD' || route.startsWith('/documentation')) return payload
+    document ??= app.swagger() as unknown as Document
+    const path = route.replace(/:(\w+)/g, '{$1}')
+    const label = `${request.method} ${path} → ${reply.statusCode}`
+    const operation = document.paths[path]?.[request.method.toLowerCase()]
+    const response = operation?.responses[String(reply.statusCode)]
+    if (!response) {
+      t.fail(`${label} is not in the OpenAPI document`)
+      return payload
+    }
+    const schema = response.content?.['application/json']?.schema
+    if (!schema) {
+      // Fastify drops any payload of a 204 (the student tests see the empty body).
+      if (reply.statusCode !== 204 && payload !== '' && payload !== undefined) t.fail(`${label} has a body the document does not describe`)
+      return payload
+    }
+    let validate = validators.get(label)
+    if (!validate) {
+      validate = ajv.compile({ ...schema, components: document.components })
+      validators.set(label, validate)
+    }
+    if (!validate(JSON.parse(String(payload)))) {
+      t.fail(`${label} does not match the document: ${ajv.errorsText(validate.errors)}`)
+    }
+    return payload
+  }
+}

@@ -1,0 +1,63 @@
+import { readFile } from 'node:fs/promises'
+import t from 'tap'
+import { build } from './helper.js'
+
+const committed = JSON.parse(await readFile(new URL('../openapi.json', import.meta.url), 'utf8'))
+
+const ROUTE_NAMES = [
+  'v1.students.index', 'v1.students.show', 'v1.students.store', 'v1.students.update', 'v1.students.destroy',
+  'students.index', 'students.show', 'students.store', 'students.update', 'students.patch', 'students.destroy',
+  'auth.login', 'auth.register', 'auth.logout', 'auth.profile', 'permissions.index',
+  ...['clients', 'roles', 'users'].flatMap(resource => ['index', 'store', 'show', 'update', 'patch', 'destroy'].map(action => `${resource}.${action}`))
+]
+
+t.test('openapi.json is the document the service serves (npm run openapi rewrites it)', async t => {
+  const app = await build(t)
+  const res = await app.inject({ url: '/documentation/json' })
+  t.equal(res.statusCode, 200)
+  t.same(res.json(), committed)
+})
+
+t.test('every route is in the document, named, described, with its responses', async t => {
+  const operations = Object.entries(committed.paths as Record<string, Record<string, Record<string, any>>>)
+    .flatMap(([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })))
+  t.same(operations.map(o => o.operation.operationId).sort(), [...ROUTE_NAMES].sort(), 'one operation per route name')
+  t.equal(committed.openapi, '3.1.0')
+  for (const { path, method, operation } of operations) {
+    const label = `${method.toUpperCase()} ${path}`
+    t.ok(operation.summary && operation.description, `${label}: summary and description`)
+    t.ok(operation.tags?.length, `${label}: tagged`)
+    const statuses = Object.keys(operation.responses)
+    t.ok(statuses.some(s => s.startsWith('2')) && statuses.includes('500') && statuses.includes('503'), `${label}: success, 500 and 503`)
+    for (const status of statuses.filter(s => Number(s) >= 400)) {
+      t.same(operation.responses[status].content['application/json'].schema, { $ref: '#/components/schemas/ErrorBody' }, `${label} ${status}: the error body`)
+    }
+    const guarded = path.startsWith('/api/') && !path.startsWith('/api/v1/') && !['/api/login', '/api/register'].includes(path)
+    t.same(operation.security, guarded ? [{ bearerAuth: [] }] : [], `${label}: security`)
+    if (guarded) t.ok(operation.responses['401'], `${label}: 401`)
+  }
+  t.same(committed.components.securitySchemes.bearerAuth, {
+    type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/login or /api/register'
+  })
+  t.notOk(Object.keys(committed.components.schemas).some(name => /^def-\d+$/.test(name)), 'named components only')
+  t.notOk('Error' in committed.components.schemas, 'no component named Error')
+})
+
+t.test('the documentation page and the YAML work offline', async t => {
+  const app = await build(t)
+  const yaml = await app.inject({ url: '/documentation/yaml' })
+  t.equal(yaml.statusCode, 200)
+  t.match(yaml.body, /^openapi: 3\.1\.0/m)
+
+  const page = await app.inject({ url: '/documentation/' })
+  t.equal(page.statusCode, 200)
+  t.match(page.headers['content-type'], /text\/html/)
+  const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map(match => match[1]!)
+  t.ok(assets.length > 0)
+  for (const asset of assets) {
+    t.notMatch(asset, /^(https?:)?\/\//, `${asset} is served locally`)
+    const res = await app.inject({ url: new URL(asset, 'http://localhost/documentation/').pathname })
+    t.equal(res.statusCode, 200, asset)
+    t.notMatch(res.body, /fonts\.googleapis|cdn\.jsdelivr|unpkg\.com/, `${asset} loads nothing remote`)
+  }
+})

@@ -1,0 +1,62 @@
+// A typed client of the service, generated from openapi.json (see the README), run through
+// a whole scenario: `tsx examples/client/scenario.ts http://127.0.0.1:3000`.
+import createClient from 'openapi-fetch'
+import type { paths } from './api.js'
+
+const baseUrl = process.argv[2] ?? 'http://127.0.0.1:3000'
+const api = createClient<paths>({ baseUrl })
+
+function check (condition: unknown, message: string): asserts condition {
+  if (!condition) throw new Error(message)
+  console.log(`ok - ${message}`)
+}
+
+// Authentication: register, log in, use the token.
+const email = `client-${Date.now()}@example.com`
+const password = 'a password for the typed client'
+const registered = await api.POST('/api/register', { body: { name: 'Typed Client', email, password, c_password: password } })
+check(registered.response.status === 201 && registered.data?.success, 'register')
+const login = await api.POST('/api/login', { body: { email, password } })
+check(login.data?.data, 'login')
+const auth = { headers: { authorization: `Bearer ${login.data.data}` } }
+
+const profile = await api.GET('/api/profile', auth)
+check(profile.data?.data.email === email, 'profile')
+
+// Clients: the registered user holds the User role (REGISTER_ROLES=User).
+const created = await api.POST('/api/clients', {
+  ...auth,
+  body: { name: 'Acme', vat_number: '1234567890', street: 'Prosta 1', city: 'Warszawa', post_code: '00-850', email: 'office@acme.example' }
+})
+check(created.response.status === 201 && created.data, 'create a client')
+const id = created.data.data.id
+const list = await api.GET('/api/clients', { ...auth, params: { query: { limit: 10 } } })
+check(list.data?.data.some(client => client.id === id), 'list clients')
+const patched = await api.PATCH('/api/clients/{id}', { ...auth, params: { path: { id } }, body: { city: 'Kraków' } })
+check(patched.data?.data.city === 'Kraków', 'update a client with PATCH')
+const deleted = await api.DELETE('/api/clients/{id}', { ...auth, params: { path: { id } } })
+check(deleted.data?.data.id === id, 'delete a client')
+const gone = await api.GET('/api/clients/{id}', { ...auth, params: { path: { id } } })
+check(gone.response.status === 404 && gone.error?.message === `Client ${id} not found`, 'the deleted client is gone')
+
+const out = await api.GET('/api/logout', auth)
+check(out.response.status === 200, 'logout')
+const after = await api.GET('/api/profile', auth)
+check(after.response.status === 401 && after.error?.success === false, 'the token no longer works')
+
+// Students, through both variants.
+const student = await api.POST('/api/v1/students', {
+  body: { name: 'Ada', email: `ada-${Date.now()}@example.com`, age: 36, dob: '1815-12-10' }
+})
+check(student.response.status === 201 && student.data, 'create a student (v1)')
+const sid = student.data.id
+const read = await api.GET('/students/{id}', { params: { path: { id: sid } } })
+check(read.data?.dob === '1815-12-10', 'read it through /students')
+const renamed = await api.PUT('/api/v1/students/{id}', { params: { path: { id: sid } }, body: { name: 'Ada King' } })
+check(renamed.data?.name === 'Ada King', 'rename it (v1 PUT)')
+const changed = await api.PATCH('/students/{id}', { params: { path: { id: sid } }, body: { age: 37 } })
+check(changed.data?.age === 37, 'change its age (PATCH /students)')
+const removed = await api.DELETE('/students/{id}', { params: { path: { id: sid } } })
+check(removed.response.status === 204, 'delete it')
+const missing = await api.GET('/api/v1/students/{id}', { params: { path: { id: sid } } })
+check(missing.response.status === 404, 'it is gone from v1 too')

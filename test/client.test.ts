@@ -1,0 +1,23 @@
+import { execFile } from 'node:child_process'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { databaseEnv, startServer } from './server/process.js'
+
+const run = promisify(execFile)
+
+t.test('a client generated from openapi.json type-checks and runs a whole scenario against the server', async t => {
+  await run('npx', ['openapi-typescript', 'openapi.json', '-o', 'examples/client/api.d.ts'])
+  await run('npx', ['tsc', '-p', 'examples/client/tsconfig.json'])
+  t.pass('generated and type-checked')
+
+  const server = await startServer({ ...await databaseEnv(t), REGISTER_ROLES: 'User' })
+  t.teardown(() => server.process.kill('SIGKILL'))
+  const { stdout } = await run('npx', ['tsx', 'examples/client/scenario.ts', server.url])
+  const steps = stdout.trim().split('\n')
+  t.same(steps, [
+    'ok - register', 'ok - login', 'ok - profile', 'ok - create a client', 'ok - list clients',
+    'ok - update a client with PATCH', 'ok - delete a client', 'ok - the deleted client is gone', 'ok - logout',
+    'ok - the token no longer works', 'ok - create a student (v1)', 'ok - read it through /students',
+    'ok - rename it (v1 PUT)', 'ok - change its age (PATCH /students)', 'ok - delete it', 'ok - it is gone from v1 too'
+  ])
+})

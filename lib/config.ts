@@ -11,6 +11,8 @@ export interface Config {
   dataDir: string
   db: DatabaseConfig | null
   dbPoolMax: number
+  /** Origins allowed to call the API from a browser; empty: no CORS headers at all. */
+  corsOrigins: string[]
   auth: AuthConfig
 }
 
@@ -101,6 +103,17 @@ function jwtSecret (env: Env, dataDir: string, embedded: boolean): string {
   }
 }
 
+/** A comma-separated list of origins (`https://app.example.com`), or `*` for any. */
+function origins (env: Env, name: string): string[] {
+  const list = text(env, name, '').split(',').map(origin => origin.trim()).filter(Boolean)
+  for (const origin of list) {
+    if (origin !== '*' && !/^https?:\/\/[^/\s]+$/.test(origin)) {
+      throw new ConfigError(`${name} must be * or a comma-separated list of origins such as https://app.example.com, got "${origin}"`)
+    }
+  }
+  return list
+}
+
 function optional (env: Env, name: string): string | undefined {
   const value = env[name]?.trim()
   return value === '' ? undefined : value
@@ -133,6 +146,7 @@ export function loadConfig (env: Env = process.env): Config {
         }
       : null,
     dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000),
+    corsOrigins: origins(env, 'CORS_ORIGIN'),
     auth: {
       jwtSecret: jwtSecret(env, dataDir, !dbHost),
       jwtTtlSeconds: duration(env, 'JWT_TTL', 3600),

@@ -21,7 +21,8 @@ export function conformToOpenApi (t: Test, app: FastifyInstance) {
 
   return async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const route = request.routeOptions.url
-    if (route === undefined || request.method === 'HEAD' || route.startsWith('/documentation')) return payload
+    // HEAD and CORS preflights (OPTIONS) are not operations of the document.
+    if (route === undefined || request.method === 'HEAD' || request.method === 'OPTIONS' || route.startsWith('/documentation')) return payload
     document ??= app.swagger() as unknown as Document
     const path = route.replace(/:(\w+)/g, '{$1}')
     const label = `${request.method} ${path} → ${reply.statusCode}`

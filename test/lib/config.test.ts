@@ -18,6 +18,7 @@ t.test('defaults, with the embedded database', async t => {
     dataDir,
     db: null,
     dbPoolMax: 10,
+    corsOrigins: [],
     auth: {
       jwtSecret: secret,
       jwtTtlSeconds: 3600,
@@ -38,6 +39,12 @@ t.test('DB_HOST switches to that server, with the other DB_ settings', async t =
   t.same(loadConfig({
     DB_HOST: 'db', DB_PORT: '6543', DB_NAME: 'school', DB_USER: 'app', DB_PASSWORD: ' secret ', JWT_SECRET: SECRET
   }).db, { host: 'db', port: 6543, database: 'school', user: 'app', password: ' secret ' })
+})
+
+t.test('CORS_ORIGIN lists the origins allowed', async t => {
+  t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, CORS_ORIGIN: 'https://app.example.com, http://localhost:5173' }).corsOrigins,
+    ['https://app.example.com', 'http://localhost:5173'])
+  t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, CORS_ORIGIN: '*' }).corsOrigins, ['*'])
 })
 
 t.test('authentication settings', async t => {
@@ -75,7 +82,8 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com' }, /^ADMIN_PASSWORD must be set with ADMIN_EMAIL$/],
     [{ ...withDb, ADMIN_PASSWORD: 'long enough' }, /^ADMIN_EMAIL must be set with ADMIN_PASSWORD$/],
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'short' }, /^ADMIN_PASSWORD must be 8 to 128 characters long$/],
-    [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /]
+    [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /],
+    [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/]
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))

@@ -1,0 +1,71 @@
+import { readFile } from 'node:fs/promises'
+import autocannon from 'autocannon'
+
+export interface Request {
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE'
+  path: string
+  body?: string
+  headers?: Record<string, string>
+}
+
+export interface Figures {
+  requestsPerSecond: number
+  p50: number
+  p99: number
+  errors: number
+  non2xx: number
+  peakRssMb: number
+}
+
+/** The resident set size of a process, in MB, from /proc (0 where there is none). */
+async function rssMb (pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '')
+  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1]
+  return kb ? Number(kb) / 1024 : 0
+}
+
+/** One autocannon run: `connections` keep-alive connections for `seconds`, each request from `next()`. */
+export async function load (url: string, next: () => Request, seconds: number, connections: number, pid: number): Promise<Figures> {
+  let peak = await rssMb(pid)
+  const sampler = setInterval(() => { rssMb(pid).then(mb => { peak = Math.max(peak, mb) }, () => {}) }, 100)
+  try {
+    const result = await autocannon({
+      url,
+      connections,
+      duration: seconds,
+      requests: [{
+        setupRequest: request => {
+          const { method, path, body, headers } = next()
+          return { ...request, method, path, ...(body && { body }), headers: { ...headers, ...(body && { 'content-type': 'application/json' }) } }
+        }
+      }]
+    })
+    return {
+      requestsPerSecond: result.requests.average,
+      p50: result.latency.p50,
+      p99: result.latency.p99,
+      errors: result.errors + result.timeouts,
+      non2xx: result.non2xx,
+      peakRssMb: peak
+    }
+  } finally {
+    clearInterval(sampler)
+  }
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+/** A warm-up run, then `repeat` runs; the median of each figure, errors summed. */
+export async function measure (url: string, next: () => Request, opts: { seconds: number, warmup: number, repeat: number, connections: number, pid: number }): Promise<Figures> {
+  if (opts.warmup > 0) await load(url, next, opts.warmup, opts.connections, opts.pid)
+  const runs: Figures[] = []
+  for (let i = 0; i < opts.repeat; i++) runs.push(await load(url, next, opts.seconds, opts.connections, opts.pid))
+  return {
+    requestsPerSecond: median(runs.map(r => r.requestsPerSecond)),
+    p50: median(runs.map(r => r.p50)),
+    p99: median(runs.map(r => r.p99)),
+    errors: runs.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
+    peakRssMb: Math.max(...runs.map(r => r.peakRssMb))
+  }
+}

@@ -1,0 +1,189 @@
+// npm run bench: the production server (dist/) against a bare node:http + pg ceiling and an
+// Express + pg peer, on one fresh database, over real HTTP on 127.0.0.1. Prints a table and
+// writes bench/results/latest.json and latest.svg. BENCH_DURATION, BENCH_REPEAT and
+// BENCH_WARMUP (seconds, runs, seconds) shorten it; BENCH_OUT writes elsewhere.
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdir, writeFile } from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+import { hash, verify } from '@node-rs/argon2'
+import pg from 'pg'
+import { EmbeddedPostgres } from '../lib/embedded-postgres.js'
+import { barChart } from './chart.js'
+import { measure, type Figures, type Request } from './load.js'
+
+const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
+const REPEAT = Number(process.env.BENCH_REPEAT ?? 3)
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 2)
+const CONNECTIONS = 50
+const OUT = path.resolve(process.env.BENCH_OUT ?? 'bench/results')
+const STUDENTS = 10_000
+const CLIENTS = 1_000
+
+const freePort = async () => {
+  const server = net.createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as net.AddressInfo
+  server.close()
+  return port
+}
+
+interface Server { name: string, url: string, process: ChildProcess }
+
+/** Starts a server process and waits until it answers. */
+async function start (name: string, args: string[], env: NodeJS.ProcessEnv): Promise<Server> {
+  const port = await freePort()
+  const url = `http://127.0.0.1:${port}`
+  const child = spawn(process.execPath, args, { env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] })
+  let exited = false
+  child.once('exit', () => { exited = true })
+  for (const deadline = Date.now() + 60_000; ;) {
+    if (exited) throw new Error(`${name} exited`)
+    if (await fetch(`${url}/students?limit=1`).then(res => res.ok, () => false)) break
+    if (Date.now() > deadline) throw new Error(`${name} did not answer within a minute`)
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+  return { name, url, process: child }
+}
+
+async function stop (server: Server) {
+  const exited = once(server.process, 'exit')
+  server.process.kill('SIGTERM')
+  await exited
+}
+
+// The database: DB_HOST … when set, else an embedded PostgreSQL of the benchmark's own.
+const embedded = process.env.DB_HOST ? undefined : new EmbeddedPostgres(path.resolve('.data', 'bench'))
+const startedEmbedded = await embedded?.start()
+const server = embedded?.connection ?? {
+  host: process.env.DB_HOST!, port: Number(process.env.DB_PORT ?? 5432), database: process.env.DB_NAME ?? 'postgres',
+  user: process.env.DB_USER ?? 'postgres', password: process.env.DB_PASSWORD ?? ''
+}
+const database = `bench_${Date.now()}`
+const admin = new pg.Client(server)
+await admin.connect()
+await admin.query(`create database ${database}`)
+await admin.end()
+
+const env: NodeJS.ProcessEnv = {
+  ...process.env,
+  DB_HOST: server.host, DB_PORT: String(server.port), DB_NAME: database, DB_USER: server.user, DB_PASSWORD: server.password,
+  JWT_SECRET: randomBytes(32).toString('hex'), LOG_LEVEL: 'info',
+  AUTH_RATE_LIMIT_IP: '1000000', AUTH_RATE_LIMIT_EMAIL: '1000000'
+}
+const servers: Server[] = []
+try {
+  console.error(`database ${database} ready; starting the servers`)
+  const service = await start('service', ['dist/server.js'], env)
+  servers.push(service)
+
+  // Seed: 10,000 students and 1,000 clients, and a user holding the User role.
+  const db = new pg.Client({ ...server, database })
+  await db.connect()
+  await db.query(`insert into students (name, email, age, dob)
+    select 'Student ' || g, 'student' || g || '@example.com', 18 + g % 60, date '1990-01-01' + g % 9000
+    from generate_series(1, ${STUDENTS}) g`)
+  await db.query(`insert into clients (name, vat_number, street, city, post_code, email)
+    select 'Client ' || g, lpad(g::text, 10, '0'), 'Street ' || g, 'City', '00-' || lpad((g % 1000)::text, 3, '0'), 'client' || g || '@example.com'
+    from generate_series(1, ${CLIENTS}) g`)
+  const password = 'a benchmark password'
+  const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  await fetch(`${service.url}/api/register`, json({ name: 'Bench', email: 'bench@example.com', password, c_password: password }))
+  await db.query(`insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = 'bench@example.com' and r.name = 'User'`)
+  const token = (await (await fetch(`${service.url}/api/login`, json({ email: 'bench@example.com', password }))).json() as { data: string }).data
+  const auth = { authorization: `Bearer ${token}` }
+
+  const quiet = await start('service, logging off', ['dist/server.js'], { ...env, LOG_LEVEL: 'silent' })
+  servers.push(quiet)
+  const bareEnv = { ...env, DB_POOL_MAX: '10' }
+  const ceiling = await start('ceiling', ['--import', 'tsx', 'bench/servers/ceiling.ts'], bareEnv)
+  const peer = await start('peer', ['--import', 'tsx', 'bench/servers/peer.ts'], bareEnv)
+  servers.push(ceiling, peer)
+
+  let n = 0
+  const randomId = (max: number) => 1 + Math.floor(Math.random() * max)
+  const newStudent = () => JSON.stringify({ name: 'New Student', email: `new${++n}-${process.pid}@example.com`, age: 30, dob: '1995-05-05' })
+  const scenarios: { name: string, targets: Server[], next: () => Request }[] = [
+    { name: 'student GET by id', targets: [service, ceiling, peer], next: () => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` }) },
+    { name: 'student GET page of 100', targets: [service, ceiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
+    { name: 'student POST', targets: [service, ceiling, peer], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
+    { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
+    { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
+    { name: 'student PATCH age', targets: [service], next: () => ({ method: 'PATCH', path: `/students/${randomId(STUDENTS)}`, body: '{"age":44}' }) },
+    { name: 'client GET by id (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
+    { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
+    { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
+    { name: 'login', targets: [service], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) },
+    { name: 'student GET by id, logging off', targets: [quiet], next: () => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` }) }
+  ]
+
+  console.error(`seeded ${STUDENTS} students and ${CLIENTS} clients; measuring ${SECONDS} s × ${REPEAT} after ${WARMUP} s of warm-up`)
+  const results: { scenario: string, target: string, figures: Figures }[] = []
+  const opts = (target: Server) => ({ seconds: SECONDS, warmup: WARMUP, repeat: REPEAT, connections: CONNECTIONS, pid: target.process.pid! })
+  for (const scenario of scenarios) {
+    for (const target of scenario.targets) {
+      const figures = await measure(target.url, scenario.next, opts(target))
+      results.push({ scenario: scenario.name, target: target.name, figures })
+      console.error(`${scenario.name} · ${target.name}: ${Math.round(figures.requestsPerSecond)} req/s`)
+    }
+  }
+
+  // DELETE last, each request removing another of rows seeded for it.
+  const deletable = 200_000
+  const { rows: [{ first }] } = await db.query(`insert into students (name, email, age, dob)
+    select 'Doomed ' || g, 'doomed' || g || '@example.com', 20, date '2000-01-01' from generate_series(1, ${deletable}) g
+    returning (select coalesce(max(id), 0) + 1 from students) as first`)
+  let nextDoomed = Number(first)
+  const deleteFigures = await measure(service.url, () => ({ method: 'DELETE', path: `/students/${nextDoomed++}` }), opts(service))
+  results.push({ scenario: 'student DELETE', target: 'service', figures: deleteFigures })
+  await db.end()
+
+  // The bare cost of the hash that login checks: argon2id verifications, as many at once as the thread pool runs.
+  const stored = await hash(password, { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 })
+  let verified = 0
+  const until = Date.now() + SECONDS * 1000
+  await Promise.all(Array.from({ length: 4 }, async () => { while (Date.now() < until) { await verify(stored, password); verified++ } }))
+  const argon2PerSecond = verified / SECONDS
+
+  // The table, with each figure's ratio to the ceiling and the peer in the same run.
+  const find = (scenario: string, target: string) => results.find(r => r.scenario === scenario && r.target === target)?.figures
+  const ratio = (a: number, b: number | undefined) => b ? (a / b).toFixed(2) : ''
+  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'peak RSS MB', '× ceiling', '× peer']
+  const table = results.map(({ scenario, target, figures: f }) => [
+    scenario, target, Math.round(f.requestsPerSecond), f.p50, f.p99, f.errors, f.non2xx, f.peakRssMb.toFixed(0),
+    ratio(f.requestsPerSecond, find(scenario, 'ceiling')?.requestsPerSecond),
+    ratio(f.requestsPerSecond, find(scenario, 'peer')?.requestsPerSecond)
+  ].map(String))
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map(row => row[i]!.length)))
+  const line = (cells: string[]) => cells.map((cell, i) => i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)).join('  ')
+  console.log(line(header))
+  for (const row of table) console.log(line(row))
+
+  const byId = find('student GET by id', 'service')!.requestsPerSecond
+  const derived = {
+    'authenticated GET ÷ student GET by id': find('client GET by id (auth)', 'service')!.requestsPerSecond / byId,
+    'login ÷ bare argon2id verify': find('login', 'service')!.requestsPerSecond / argon2PerSecond,
+    'logging on ÷ logging off': byId / find('student GET by id, logging off', 'service, logging off')!.requestsPerSecond
+  }
+  console.log(`\nbare argon2id verify: ${argon2PerSecond.toFixed(1)}/s`)
+  for (const [name, value] of Object.entries(derived)) console.log(`${name}: ${value.toFixed(2)}`)
+
+  await mkdir(OUT, { recursive: true })
+  const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
+  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, derived, results }, null, 2) + '\n')
+  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', ceiling: '#718096', peer: '#dd6b20' }
+  await writeFile(path.join(OUT, 'latest.svg'), barChart(
+    `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,
+    results.map(({ scenario, target, figures }) => ({ label: `${scenario} · ${target}`, value: figures.requestsPerSecond, colour: colours[target] ?? '#2b6cb0' }))
+  ))
+} finally {
+  for (const s of servers) await stop(s)
+  const cleanup = new pg.Client(server)
+  await cleanup.connect()
+  await cleanup.query(`drop database if exists ${database} with (force)`)
+  await cleanup.end()
+  if (startedEmbedded) await embedded?.stop()
+}

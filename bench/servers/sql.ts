@@ -1,0 +1,33 @@
+// The SQL the service's knex queries produce for the benchmarked student routes, so that
+// the ceiling and the peer run exactly the same statements.
+import pg from 'pg'
+
+const COLUMNS = '"id", "name", "email", "age", "dob", "created_at", "updated_at"'
+
+export const SQL = {
+  byId: `select ${COLUMNS} from "students" where "id" = $1 limit $2`,
+  page: `select ${COLUMNS} from "students" where "id" > $1 order by "id" asc limit $2`,
+  insert: `insert into "students" ("age", "dob", "email", "name") values ($1, $2, $3, $4) returning ${COLUMNS}`
+}
+
+const { builtins, getTypeParser } = pg.types
+const parseTimestamp = getTypeParser(builtins.TIMESTAMPTZ)
+
+/** A pool on the database of DB_HOST … DB_PASSWORD, returning dates and timestamps as the service does. */
+export function pool (): pg.Pool {
+  return new pg.Pool({
+    host: process.env.DB_HOST,
+    port: Number(process.env.DB_PORT ?? 5432),
+    database: process.env.DB_NAME,
+    user: process.env.DB_USER,
+    password: process.env.DB_PASSWORD,
+    max: Number(process.env.DB_POOL_MAX ?? 10),
+    types: {
+      getTypeParser (oid: number, format?: string) {
+        if (oid === builtins.DATE) return (value: string) => value
+        if (oid === builtins.TIMESTAMPTZ) return (value: string) => parseTimestamp(value).toISOString()
+        return getTypeParser(oid, format as 'text')
+      }
+    }
+  })
+}

@@ -55,6 +55,9 @@ export default fp(async (fastify) => {
     secret: jwtSecret,
     sign: { algorithm: 'HS256', iss: ISSUER, aud: AUDIENCE, expiresIn: jwtTtlSeconds * 1000 },
     verify: {
+      // Verified tokens are remembered (until they expire) so that their HMAC is checked once;
+      // revocation and permissions are still looked up on every request.
+      cache: true,
       algorithms: ['HS256'],
       allowedIss: ISSUER,
       allowedAud: AUDIENCE,
@@ -93,7 +96,7 @@ export default fp(async (fastify) => {
       left join permissions p on p.id = rp.permission_id
       where u.id = ? and u.deleted_at is null and u.token_generation = ?
         and not exists (select 1 from revoked_tokens where jti = ?)
-      group by u.id`, [id, claims.gen, claims.jti])
+      group by u.id`, [id, claims.gen, claims.jti]).options({ name: 'auth.caller' })
     if (rows.length === 0) throw unauthorized(reply, 'The token is no longer valid')
 
     request.user = { id, jti: claims.jti, exp: claims.exp, permissions: new Set(rows[0]!.permissions) }

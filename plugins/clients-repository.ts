@@ -16,12 +16,12 @@ function createClientsRepository (knex: Knex) {
 
   return {
     async list ({ limit, after }: Page, trx: Knex = knex): Promise<Client[]> {
-      return live(trx).select(COLUMNS).where('id', '>', after ?? 0).orderBy('id').limit(limit + 1)
+      return live(trx).select(COLUMNS).where('id', '>', after ?? 0).orderBy('id').limit(limit + 1).options({ name: 'clients.list' })
     },
 
     async find (id: number, trx: Knex = knex): Promise<Client | undefined> {
       if (id > MAX_ID) return undefined
-      return live(trx).select(COLUMNS).where({ id }).first()
+      return live(trx).select(COLUMNS).where({ id }).first().options({ name: 'clients.find' })
     },
 
     async create (input: ClientInput, trx: Knex = knex): Promise<Client> {

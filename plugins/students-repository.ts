@@ -19,6 +19,9 @@ export interface Page {
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
 
+// Queries whose SQL text never varies are named: pg prepares them once per connection, and
+// PostgreSQL skips parsing and planning them again (measured by `npm run bench`).
+
 function createStudentsRepository (knex: Knex, conflict: (message: string) => Error) {
   const emailTakenOr = (error: unknown, email: string | undefined) =>
     uniqueConflict(error, 'students_email_unique', () => conflict(`A student with e-mail ${email} already exists`))
@@ -27,16 +30,17 @@ function createStudentsRepository (knex: Knex, conflict: (message: string) => Er
     /** One page, in id order; asks for one row more than the limit to tell whether more follow. */
     async list ({ limit, after }: Page, trx: Knex = knex): Promise<Student[]> {
       return trx('students').select(COLUMNS).where('id', '>', after ?? 0).orderBy('id').limit(limit + 1)
+        .options({ name: 'students.list' })
     },
 
     async find (id: number, trx: Knex = knex): Promise<Student | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('students').select(COLUMNS).where({ id }).first()
+      return trx('students').select(COLUMNS).where({ id }).first().options({ name: 'students.find' })
     },
 
     async create (input: StudentInput, trx: Knex = knex): Promise<Student> {
       try {
-        const [student] = await trx('students').insert(input).returning(COLUMNS)
+        const [student] = await trx('students').insert(input).returning(COLUMNS).options({ name: 'students.create' })
         return student as Student
       } catch (error) {
         throw emailTakenOr(error, input.email)

@@ -55,7 +55,7 @@ function createUsersRepository (knex: Knex, conflict: (message: string) => Error
                  join role_permissions rp on rp.role_id = ur.role_id
                  join permissions p on p.id = rp.permission_id
                  where ur.user_id = u.id order by p.name) as permissions`)
-      ) as Promise<{ id: number, name: string, email: string, roles: string[], permissions: string[], created_at: string, updated_at: string } | undefined>
+      ).options({ name: 'users.profile' }) as Promise<{ id: number, name: string, email: string, roles: string[], permissions: string[], created_at: string, updated_at: string } | undefined>
     },
 
     async create (user: NewUser, trx: Knex): Promise<User & { token_generation: number }> {

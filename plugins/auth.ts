@@ -55,9 +55,6 @@ export default fp(async (fastify) => {
     secret: jwtSecret,
     sign: { algorithm: 'HS256', iss: ISSUER, aud: AUDIENCE, expiresIn: jwtTtlSeconds * 1000 },
     verify: {
-      // Verified tokens are remembered (until they expire) so that their HMAC is checked once;
-      // revocation and permissions are still looked up on every request.
-      cache: true,
       algorithms: ['HS256'],
       allowedIss: ISSUER,
       allowedAud: AUDIENCE,

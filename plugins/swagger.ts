@@ -24,7 +24,8 @@ export default fp(async (fastify) => {
         { name: 'auth', description: 'Register, log in and out, the caller\'s profile' },
         { name: 'clients', description: 'Clients, behind the client-* permissions' },
         { name: 'roles', description: 'Roles and permissions, behind the role-* permissions' },
-        { name: 'users', description: 'Users, behind the user-* permissions' }
+        { name: 'users', description: 'Users, behind the user-* permissions' },
+        { name: 'health', description: 'Liveness and readiness probes' }
       ],
       components: {
         securitySchemes: {

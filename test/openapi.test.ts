@@ -7,7 +7,7 @@ const committed = JSON.parse(await readFile(new URL('../openapi.json', import.me
 const ROUTE_NAMES = [
   'v1.students.index', 'v1.students.show', 'v1.students.store', 'v1.students.update', 'v1.students.destroy',
   'students.index', 'students.show', 'students.store', 'students.update', 'students.patch', 'students.destroy',
-  'auth.login', 'auth.register', 'auth.logout', 'auth.profile', 'permissions.index',
+  'auth.login', 'auth.register', 'auth.logout', 'auth.profile', 'permissions.index', 'health.live', 'health.ready',
   ...['clients', 'roles', 'users'].flatMap(resource => ['index', 'store', 'show', 'update', 'patch', 'destroy'].map(action => `${resource}.${action}`))
 ]
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../helper.js'
+import { build, buildApp, createDatabase, testConfig } from '../helper.js'
 
 t.test('migrations roll back and apply again', async t => {
   const app = await build(t)
@@ -13,4 +13,13 @@ t.test('migrations roll back and apply again', async t => {
   t.ok(await hasStudents(), 'applied again')
   const [, pending] = await app.knex.migrate.list() as [unknown[], unknown[]]
   t.same(pending, [], 'nothing pending')
+})
+
+t.test('instances starting together on an empty database migrate it once, and all start', async t => {
+  const config = testConfig(await createDatabase(t))
+  const apps = await Promise.all([1, 2, 3].map(() => buildApp(t, config)))
+  t.equal(apps.length, 3)
+  const [{ n }] = await apps[0]!.knex('knex_migrations').count({ n: '*' })
+  const files = (await apps[0]!.knex.migrate.list() as [unknown[], unknown[]])[0].length
+  t.equal(Number(n), files, 'each migration ran once')
 })

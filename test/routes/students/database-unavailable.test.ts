@@ -7,6 +7,12 @@ t.test('a request that finds no database connection in time answers 503 with Ret
   const trx = await app.knex.transaction()
   t.teardown(() => trx.rollback())
 
+  const live = await app.inject({ url: '/health/live' })
+  t.equal(live.statusCode, 200, 'alive all the same')
+  const ready = await app.inject({ url: '/health/ready' })
+  t.equal(ready.statusCode, 503, 'not ready')
+  t.equal(ready.headers['retry-after'], '5')
+
   const res = await app.inject({ method: 'GET', url: '/students' })
   t.equal(res.statusCode, 503)
   t.equal(res.headers['retry-after'], '5')

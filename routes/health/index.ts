@@ -1,0 +1,15 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { healthSchemas } from './schema.js'
+
+/** `/health/live` and `/health/ready`, for load balancers and orchestrators. */
+const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.get('/live', { schema: healthSchemas.live }, async () => ({ status: 'ok' as const }))
+
+  fastify.get('/ready', { schema: healthSchemas.ready }, async () => {
+    // A database out of reach fails here and is answered 503 by the error handler.
+    await fastify.knex.raw('select 1')
+    return { status: 'ok' as const }
+  })
+}
+
+export default health

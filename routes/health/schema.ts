@@ -1,0 +1,22 @@
+import { Type } from '@sinclair/typebox'
+import { errorResponses } from '../../schemas/common.js'
+
+const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
+const common = { tags: ['health'], security: [] }
+
+export const healthSchemas = {
+  live: {
+    ...common,
+    operationId: 'health.live',
+    summary: 'Liveness',
+    description: 'The process answers; says nothing of the database. For restarting a stuck process.',
+    response: { 200: { ...Status, description: 'Alive' }, ...errorResponses() }
+  },
+  ready: {
+    ...common,
+    operationId: 'health.ready',
+    summary: 'Readiness',
+    description: 'The database answers too: 503 with Retry-After when it does not. For routing traffic.',
+    response: { 200: { ...Status, description: 'Ready for traffic' }, ...errorResponses() }
+  }
+}

@@ -1,0 +1,65 @@
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { build } from '../../helper.js'
+import { bearer, client, userWithRoles } from './accounts.js'
+
+const TABLES = ['clients', 'roles', 'role_permissions', 'users', 'user_roles', 'revoked_tokens']
+
+async function snapshot (app: FastifyInstance) {
+  return Promise.all(TABLES.map(table => app.knex(table).select().orderByRaw('1, 2')))
+}
+
+t.test('bad bodies on every write of the authenticated interface: a 4xx error body, no row changed', async t => {
+  const plain = await build(t)
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
+  const admin = await userWithRoles(app, ['Admin'])
+  const headers = bearer(admin.token)
+  const { id: clientId } = await app.clientsRepository.create(client)
+  const [userRole] = await app.rolesRepository.findByNames(['User'])
+  const user = { name: 'U', email: 'u@example.com', password: 'a long password', c_password: 'a long password', roles: ['User'] }
+
+  const cases: [string, string, unknown, number][] = [
+    ['POST', '/api/clients', {}, 400],
+    ['POST', '/api/clients', { ...client, vat_number: '12345' }, 400],
+    ['POST', '/api/clients', { ...client, post_code: '00850' }, 400],
+    ['POST', '/api/clients', { ...client, id: 9 }, 400],
+    ['POST', '/api/clients', { ...client, name: '\u0000' }, 400],
+    ['PUT', `/api/clients/${clientId}`, { name: 'Only a name' }, 400],
+    ['PATCH', `/api/clients/${clientId}`, {}, 400],
+    ['PATCH', `/api/clients/${clientId}`, { email: 'nope' }, 400],
+    ['PATCH', `/api/clients/${clientId}`, { deleted_at: null }, 400],
+    ['POST', '/api/roles', { name: 'R' }, 400],
+    ['POST', '/api/roles', { name: 'R', permission: 'client-list' }, 400],
+    ['POST', '/api/roles', { name: 'R', permission: ['client-list', 'client-list'] }, 400],
+    ['POST', '/api/roles', { name: 'R', permission: ['nope'] }, 400],
+    ['POST', '/api/roles', { name: '', permission: [] }, 400],
+    ['PUT', `/api/roles/${userRole!.id}`, { name: 'User' }, 400],
+    ['PATCH', `/api/roles/${userRole!.id}`, { permissions: [] }, 400],
+    ['POST', '/api/users', { ...user, c_password: 'different' }, 400],
+    ['POST', '/api/users', { ...user, roles: ['Nope'] }, 400],
+    ['POST', '/api/users', { ...user, password: 'short', c_password: 'short' }, 400],
+    ['POST', '/api/users', { ...user, email: 'x' }, 400],
+    ['PUT', `/api/users/${admin.id}`, { name: 'X', email: admin.email }, 400],
+    ['PATCH', `/api/users/${admin.id}`, { password: 'a new password' }, 400],
+    ['PATCH', `/api/users/${admin.id}`, { token_generation: 5 }, 400],
+    ['POST', '/api/login', { email: admin.email }, 400],
+    ['POST', '/api/register', { name: 'N', email: 'n@example.com', password: 'a long password' }, 400],
+    ['POST', '/api/register', { name: 'N', email: 'n@example.com', password: 'a long password', c_password: 'a long password', roles: ['Admin'] }, 400],
+    ['POST', '/api/clients', 'not json', 415],
+    ['POST', '/api/clients', { ...client, name: 'x'.repeat(40_000) }, 413]
+  ]
+  for (const [method, url, payload, status] of cases) {
+    const before = await snapshot(app)
+    const res = await app.inject({
+      method: method as 'POST',
+      url,
+      headers: { ...headers, ...(typeof payload === 'string' && { 'content-type': 'text/plain' }) },
+      payload: payload as object
+    })
+    const label = `${method} ${url} ${JSON.stringify(payload).slice(0, 60)}`
+    t.equal(res.statusCode, status, label)
+    t.match(res.json(), { success: false, statusCode: status, error: String, message: String }, label)
+    if (status === 400) t.type(res.json().data, 'object', `${label}: names the fields`)
+    t.same(await snapshot(app), before, `${label}: no row changed`)
+  }
+})

@@ -1,5 +1,13 @@
 import type { FastifyReply } from 'fastify'
 
+/** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
+export const MAX_ID = 2_147_483_647
+
+export interface Page {
+  limit: number
+  after?: number | undefined
+}
+
 /**
  * Trims rows fetched with `limit + 1` to one page; when the extra row came, the `Link`
  * header points at the next page.

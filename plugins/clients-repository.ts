@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import type { Client, ClientInput } from '../routes/api/(authenticated)/clients/schema.js'
-import { MAX_ID, type Page } from './students-repository.js'
+import { MAX_ID, type Page } from '../lib/paging.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import { uniqueConflict } from '../lib/db-errors.js'
 import type { Role } from '../routes/api/(authenticated)/roles/schema.js'
-import { MAX_ID, type Page } from './students-repository.js'
+import { MAX_ID, type Page } from '../lib/paging.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

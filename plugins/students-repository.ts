@@ -1,20 +1,13 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import { uniqueConflict } from '../lib/db-errors.js'
+import { MAX_ID, type Page } from '../lib/paging.js'
 import type { Student, StudentInput } from '../schemas/students.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     studentsRepository: ReturnType<typeof createStudentsRepository>
   }
-}
-
-/** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
-export const MAX_ID = 2_147_483_647
-
-export interface Page {
-  limit: number
-  after?: number | undefined
 }
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const

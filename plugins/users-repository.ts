@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import { uniqueConflict } from '../lib/db-errors.js'
 import type { User } from '../routes/api/(authenticated)/users/schema.js'
 import { ADMIN_ROLE } from './roles-repository.js'
-import { MAX_ID, type Page } from './students-repository.js'
+import { MAX_ID, type Page } from '../lib/paging.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -88,6 +88,14 @@ function createUsersRepository (knex: Knex, conflict: (message: string) => Error
     /** Soft delete: the row stays, with deleted_at set, and its e-mail address is free again. */
     async remove (id: number, trx: Knex): Promise<void> {
       await trx('users').where({ id }).update({ deleted_at: trx.fn.now() })
+    },
+
+    /** This token stops working; the revocations past their token's expiry are dropped meanwhile. */
+    async revokeToken (jti: string, expiresAt: Date): Promise<void> {
+      await knex.transaction(async trx => {
+        await trx('revoked_tokens').where('expires_at', '<', trx.fn.now()).delete()
+        await trx('revoked_tokens').insert({ jti, expires_at: expiresAt }).onConflict('jti').ignore()
+      })
     },
 
     /** Tokens issued before this call stop working. */

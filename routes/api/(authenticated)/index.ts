@@ -8,11 +8,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     if (request.query.scope === 'all') {
       await fastify.usersRepository.endAllSessions(id)
     } else {
-      await fastify.knex.transaction(async trx => {
-        // The expired entries are of no more use: each token fails on its exp by then.
-        await trx('revoked_tokens').where('expires_at', '<', trx.fn.now()).delete()
-        await trx('revoked_tokens').insert({ jti, expires_at: new Date(exp * 1000) }).onConflict('jti').ignore()
-      })
+      await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000))
     }
     return { success: true as const, data: null, message: 'Logged out' }
   })

@@ -27,6 +27,8 @@ export interface AuthConfig {
   generateAdmin: boolean
   /** Roles a newly registered user gets. */
   registerRoles: string[]
+  /** Token checks remembered per instance (0: every request asks the database). */
+  cacheSize: number
   /** Login and register attempts per client IP and per e-mail address, per window. */
   rateLimit: { perIp: number, perEmail: number, windowSeconds: number }
 }
@@ -154,6 +156,7 @@ export function loadConfig (env: Env = process.env): Config {
       adminPassword,
       generateAdmin: !dbHost && adminEmail === undefined,
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
+      cacheSize: integer(env, 'AUTH_CACHE_SIZE', 10_000, 0, 10_000_000),
       rateLimit: {
         perIp: integer(env, 'AUTH_RATE_LIMIT_IP', 30, 1, 1_000_000),
         perEmail: integer(env, 'AUTH_RATE_LIMIT_EMAIL', 10, 1, 1_000_000),

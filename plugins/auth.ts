@@ -44,9 +44,10 @@ export const AUDIENCE = 'student-records-api'
 const BEARER = /^Bearer +([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*) *$/i
 
 /**
- * Bearer tokens: HS256 JWTs with sub, jti, iat, exp, iss and aud all required. Each request
- * looks its caller up in one query, so that a deleted user, a logout or a change of roles
- * or permissions takes effect on the next request.
+ * Bearer tokens: HS256 JWTs with sub, jti, iat, exp, iss and aud all required. A token's
+ * first request looks its caller up in one query; later ones find it in the caller cache,
+ * which every logout, deletion and change of roles or permissions empties of what it
+ * touches (see plugins/caller-cache.ts), so that the change takes effect on the next request.
  */
 export default fp(async (fastify) => {
   const { jwtSecret, jwtTtlSeconds } = fastify.config.auth
@@ -85,18 +86,25 @@ export default fp(async (fastify) => {
       throw unauthorized(reply, 'The token is invalid or has expired')
     }
 
-    const { rows } = await fastify.knex.raw<{ rows: { permissions: string[] }[] }>(`
-      select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
-      from users u
-      left join user_roles ur on ur.user_id = u.id
-      left join role_permissions rp on rp.role_id = ur.role_id
-      left join permissions p on p.id = rp.permission_id
-      where u.id = ? and u.deleted_at is null and u.token_generation = ?
-        and not exists (select 1 from revoked_tokens where jti = ?)
-      group by u.id`, [id, claims.gen, claims.jti]).options({ name: 'auth.caller' })
-    if (rows.length === 0) throw unauthorized(reply, 'The token is no longer valid')
+    const cache = fastify.callerCache
+    let caller = cache.get(claims.jti)
+    if (caller?.userId !== id) {
+      const version = cache.version
+      const { rows } = await fastify.knex.raw<{ rows: { permissions: string[] }[] }>(`
+        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
+        from users u
+        left join user_roles ur on ur.user_id = u.id
+        left join role_permissions rp on rp.role_id = ur.role_id
+        left join permissions p on p.id = rp.permission_id
+        where u.id = ? and u.deleted_at is null and u.token_generation = ?
+          and not exists (select 1 from revoked_tokens where jti = ?)
+        group by u.id`, [id, claims.gen, claims.jti]).options({ name: 'auth.caller' })
+      if (rows.length === 0) throw unauthorized(reply, 'The token is no longer valid')
+      caller = { userId: id, permissions: new Set(rows[0]!.permissions) }
+      cache.set(claims.jti, caller, version)
+    }
 
-    request.user = { id, jti: claims.jti, exp: claims.exp, permissions: new Set(rows[0]!.permissions) }
+    request.user = { id, jti: claims.jti, exp: claims.exp, permissions: caller.permissions }
   })
 
   fastify.decorate('can', (permission: string) => async (request: FastifyRequest) => {
@@ -104,4 +112,4 @@ export default fp(async (fastify) => {
       throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
     }
   })
-}, { name: 'auth', dependencies: ['config', 'knex', 'sensible'] })
+}, { name: 'auth', dependencies: ['config', 'knex', 'sensible', 'caller-cache'] })

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
+import type { CallerCache } from '../lib/caller-cache.js'
 import { uniqueConflict } from '../lib/db-errors.js'
 import type { Role } from '../routes/api/(authenticated)/roles/schema.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
@@ -12,7 +13,7 @@ declare module 'fastify' {
 
 export const ADMIN_ROLE = 'Admin'
 
-function createRolesRepository (knex: Knex, conflict: (message: string) => Error) {
+function createRolesRepository (knex: Knex, cache: CallerCache, conflict: (message: string) => Error) {
   const select = (trx: Knex) => trx('roles as r')
     .select('r.id', 'r.name', 'r.created_at', 'r.updated_at', trx.raw(`coalesce(
       (select json_agg(json_build_object('id', p.id, 'name', p.name) order by p.id)
@@ -64,7 +65,10 @@ function createRolesRepository (knex: Knex, conflict: (message: string) => Error
     async update (id: number, changes: { name?: string | undefined, permissionIds?: number[] | undefined }, trx: Knex): Promise<Role> {
       try {
         await trx('roles').update({ ...(changes.name !== undefined && { name: changes.name }), updated_at: trx.fn.now() }).where({ id })
-        if (changes.permissionIds) await setPermissions(trx, id, changes.permissionIds)
+        if (changes.permissionIds) {
+          await setPermissions(trx, id, changes.permissionIds)
+          cache.afterCommit(trx, callers => callers.clear())
+        }
         return (await select(trx).where('r.id', id).first()) as Role
       } catch (error) {
         throw nameTaken(error, changes.name)
@@ -73,6 +77,7 @@ function createRolesRepository (knex: Knex, conflict: (message: string) => Error
 
     async remove (id: number, trx: Knex): Promise<void> {
       await trx('roles').where({ id }).delete()
+      cache.afterCommit(trx, callers => callers.clear())
     },
 
     /** Takes the lock that serialises every change touching the Admin role or its holders. */
@@ -84,5 +89,5 @@ function createRolesRepository (knex: Knex, conflict: (message: string) => Error
 
 /** Data access for roles and their permissions. */
 export default fp(async (fastify) => {
-  fastify.decorate('rolesRepository', createRolesRepository(fastify.knex, message => fastify.httpErrors.conflict(message)))
-}, { name: 'roles-repository', dependencies: ['knex', 'sensible'] })
+  fastify.decorate('rolesRepository', createRolesRepository(fastify.knex, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
+}, { name: 'roles-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

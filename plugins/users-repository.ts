@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
+import type { CallerCache } from '../lib/caller-cache.js'
 import { uniqueConflict } from '../lib/db-errors.js'
 import type { User } from '../routes/api/(authenticated)/users/schema.js'
 import { ADMIN_ROLE } from './roles-repository.js'
@@ -14,7 +15,7 @@ declare module 'fastify' {
 export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[] }
 export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
 
-function createUsersRepository (knex: Knex, conflict: (message: string) => Error) {
+function createUsersRepository (knex: Knex, cache: CallerCache, conflict: (message: string) => Error) {
   const live = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
   const select = (trx: Knex) => live(trx)
     .select('u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
@@ -78,7 +79,10 @@ function createUsersRepository (knex: Knex, conflict: (message: string) => Error
           ...(changes.passwordHash !== undefined && { password: changes.passwordHash }),
           updated_at: trx.fn.now()
         })
-        if (changes.roleIds) await setRoles(trx, id, changes.roleIds)
+        if (changes.roleIds) {
+          await setRoles(trx, id, changes.roleIds)
+          cache.afterCommit(trx, callers => callers.forgetUser(id))
+        }
         return select(trx).where('u.id', id).first()
       } catch (error) {
         throw emailTaken(error, changes.email)
@@ -88,6 +92,7 @@ function createUsersRepository (knex: Knex, conflict: (message: string) => Error
     /** Soft delete: the row stays, with deleted_at set, and its e-mail address is free again. */
     async remove (id: number, trx: Knex): Promise<void> {
       await trx('users').where({ id }).update({ deleted_at: trx.fn.now() })
+      cache.afterCommit(trx, callers => callers.forgetUser(id))
     },
 
     /** This token stops working; the revocations past their token's expiry are dropped meanwhile. */
@@ -96,11 +101,13 @@ function createUsersRepository (knex: Knex, conflict: (message: string) => Error
         await trx('revoked_tokens').where('expires_at', '<', trx.fn.now()).delete()
         await trx('revoked_tokens').insert({ jti, expires_at: expiresAt }).onConflict('jti').ignore()
       })
+      cache.forgetToken(jti)
     },
 
     /** Tokens issued before this call stop working. */
     async endAllSessions (id: number, trx: Knex = knex): Promise<void> {
       await trx('users').where({ id }).increment('token_generation', 1)
+      cache.afterCommit(trx, callers => callers.forgetUser(id))
     },
 
     /** How many users not deleted hold the Admin role. */
@@ -114,5 +121,5 @@ function createUsersRepository (knex: Knex, conflict: (message: string) => Error
 
 /** Data access for users and their roles. Password hashes never leave it but for login. */
 export default fp(async (fastify) => {
-  fastify.decorate('usersRepository', createUsersRepository(fastify.knex, message => fastify.httpErrors.conflict(message)))
-}, { name: 'users-repository', dependencies: ['knex', 'sensible'] })
+  fastify.decorate('usersRepository', createUsersRepository(fastify.knex, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
+}, { name: 'users-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

@@ -26,6 +26,7 @@ t.test('defaults, with the embedded database', async t => {
       adminPassword: undefined,
       generateAdmin: true,
       registerRoles: [],
+      cacheSize: 10_000,
       rateLimit: { perIp: 30, perEmail: 10, windowSeconds: 60 }
     }
   })
@@ -50,7 +51,7 @@ t.test('CORS_ORIGIN lists the origins allowed', async t => {
 t.test('authentication settings', async t => {
   const { auth } = loadConfig({
     DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '15m', ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'correct horse',
-    REGISTER_ROLES: 'User, Reader ,', AUTH_RATE_LIMIT_IP: '100', AUTH_RATE_LIMIT_EMAIL: '3', AUTH_RATE_LIMIT_WINDOW: '1h'
+    REGISTER_ROLES: 'User, Reader ,', AUTH_CACHE_SIZE: '0', AUTH_RATE_LIMIT_IP: '100', AUTH_RATE_LIMIT_EMAIL: '3', AUTH_RATE_LIMIT_WINDOW: '1h'
   })
   t.same(auth, {
     jwtSecret: SECRET,
@@ -59,6 +60,7 @@ t.test('authentication settings', async t => {
     adminPassword: 'correct horse',
     generateAdmin: false,
     registerRoles: ['User', 'Reader'],
+    cacheSize: 0,
     rateLimit: { perIp: 100, perEmail: 3, windowSeconds: 3600 }
   })
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '90' }).auth.jwtTtlSeconds, 90)

@@ -1,0 +1,99 @@
+import type { Knex } from 'knex'
+
+/** What one token's check found in the database: whose it is and what they may do. */
+export interface CachedCaller {
+  userId: number
+  permissions: Set<string>
+}
+
+/**
+ * The callers of recently checked tokens, by jti, so that a token's next request needs no
+ * database round trip. It holds only while told of every change: the `auth_changed`
+ * notifications of the database (from any instance) and, at once, this instance's own writes.
+ * Disabled, it answers nothing and keeps nothing.
+ */
+export class CallerCache {
+  readonly #entries = new Map<string, CachedCaller>()
+  readonly #capacity: number
+  #version = 0
+  #enabled = false
+
+  constructor (capacity: number) {
+    this.#capacity = capacity
+  }
+
+  /** Moves on with every change; read it before a lookup and hand it to `set`. */
+  get version (): number {
+    return this.#version
+  }
+
+  get enabled (): boolean {
+    return this.#enabled
+  }
+
+  get size (): number {
+    return this.#entries.size
+  }
+
+  get (jti: string): CachedCaller | undefined {
+    return this.#entries.get(jti)
+  }
+
+  /** Keeps what a lookup found, unless something changed since `version` was read. */
+  set (jti: string, caller: CachedCaller, version: number): void {
+    if (!this.#enabled || version !== this.#version || this.#capacity === 0) return
+    if (this.#entries.size >= this.#capacity) this.#entries.delete(this.#entries.keys().next().value!)
+    this.#entries.set(jti, caller)
+  }
+
+  /** Starts keeping callers: only while every change is heard of. */
+  enable (): void {
+    this.clear()
+    this.#enabled = true
+  }
+
+  /** Forgets everything and keeps nothing until enabled again: changes may go unheard. */
+  disable (): void {
+    this.#enabled = false
+    this.clear()
+  }
+
+  clear (): void {
+    this.#version++
+    this.#entries.clear()
+  }
+
+  forgetToken (jti: string): void {
+    this.#version++
+    this.#entries.delete(jti)
+  }
+
+  forgetUser (userId: number): void {
+    this.#version++
+    for (const [jti, caller] of this.#entries) {
+      if (caller.userId === userId) this.#entries.delete(jti)
+    }
+  }
+
+  /** Applies an `auth_changed` notification: `token:<jti>`, `user:<id>`, or anything else for all. */
+  apply (payload: string): void {
+    const [kind, key = ''] = payload.split(':', 2)
+    if (kind === 'token') this.forgetToken(key)
+    else if (kind === 'user' && /^\d+$/.test(key)) this.forgetUser(Number(key))
+    else this.clear()
+  }
+
+  /**
+   * Runs `forget` once the write made through `trx` is committed (at once outside a
+   * transaction), so that this instance's next request reads the change even before the
+   * database's notification arrives.
+   */
+  afterCommit (trx: Knex, forget: (cache: CallerCache) => void): void {
+    if (trx.isTransaction) {
+      const done = () => forget(this)
+      ;(trx as Knex.Transaction).executionPromise.then(done, done)
+    } else {
+      forget(this)
+    }
+  }
+}

@@ -1,7 +1,10 @@
+import cluster from 'node:cluster'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './lib/config.js'
 import { EmbeddedPostgres } from './lib/embedded-postgres.js'
+import { forTerminal } from './lib/logging.js'
+import { runPrimary } from './lib/primary.js'
 
 /** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
 const SHUTDOWN_GRACE_MS = 10_000
@@ -16,43 +19,46 @@ function readConfig (): Config {
 }
 
 const config = readConfig()
-const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
-await embedded?.start()
-
-const options = serverOptions(config)
-const fastify = Fastify({
-  ...options,
-  // JSON lines for machines; readable lines only when a person watches a terminal.
-  /* c8 ignore next 3 -- the tests read the JSON lines, never a terminal */
-  logger: process.stdout.isTTY
-    ? { ...options.logger as object, transport: { target: 'pino-pretty' } }
-    : options.logger
-})
-
-if (embedded) fastify.log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
-
-let closing = false
-async function shutdown (signal: string) {
-  if (closing) return
-  closing = true
-  fastify.log.info({ signal }, 'shutting down: finishing in-flight requests')
-  setTimeout(() => {
-    fastify.log.error('in-flight requests did not finish in time')
-    process.exit(1)
-  }, SHUTDOWN_GRACE_MS).unref()
-  await fastify.close()
-  await embedded?.stop()
-  process.exit(0)
+// With WORKERS > 1 this process only starts the embedded PostgreSQL and keeps the workers
+// running; each worker is a whole server, listening on the same port.
+if (cluster.isPrimary && config.workers > 1) {
+  await runPrimary(config, SHUTDOWN_GRACE_MS + 2_000)
+} else {
+  await serve(config, cluster.isPrimary && !config.db ? new EmbeddedPostgres(config.dataDir) : undefined)
 }
-process.on('SIGTERM', shutdown)
-process.on('SIGINT', shutdown)
 
-try {
-  await fastify.register(app, { config })
-  await fastify.listen({ port: config.port, host: config.host })
-} catch (error) {
-  fastify.log.fatal({ err: error }, 'could not start')
-  await fastify.close()
-  await embedded?.stop()
-  process.exit(1)
+/** One server: listens until SIGTERM or SIGINT, then finishes the requests in flight. */
+async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
+  await embedded?.start()
+
+  const options = serverOptions(config)
+  const fastify = Fastify({ ...options, logger: forTerminal(options.logger as object) })
+
+  if (embedded) fastify.log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
+
+  let closing = false
+  async function shutdown (signal: string) {
+    if (closing) return
+    closing = true
+    fastify.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    setTimeout(() => {
+      fastify.log.error('in-flight requests did not finish in time')
+      process.exit(1)
+    }, SHUTDOWN_GRACE_MS).unref()
+    await fastify.close()
+    await embedded?.stop()
+    process.exit(0)
+  }
+  process.on('SIGTERM', shutdown)
+  process.on('SIGINT', shutdown)
+
+  try {
+    await fastify.register(app, { config })
+    await fastify.listen({ port: config.port, host: config.host })
+  } catch (error) {
+    fastify.log.fatal({ err: error }, 'could not start')
+    await fastify.close()
+    await embedded?.stop()
+    process.exit(1)
+  }
 }

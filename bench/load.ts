@@ -17,11 +17,13 @@ export interface Figures {
   peakRssMb: number
 }
 
-/** The resident set size of a process, in MB, from /proc (0 where there is none). */
+/** The resident set size of a process and its children (workers), in MB, from /proc (0 where there is none). */
 async function rssMb (pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '')
   const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1]
-  return kb ? Number(kb) / 1024 : 0
+  const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')
+  const childMb = await Promise.all(children.split(' ').filter(Boolean).map(child => rssMb(Number(child))))
+  return (kb ? Number(kb) / 1024 : 0) + childMb.reduce((a, b) => a + b, 0)
 }
 
 /** One autocannon run: `connections` keep-alive connections for `seconds`, each request from `next()`. */

@@ -98,6 +98,8 @@ try {
 
   const quiet = await start('service, logging off', ['dist/server.js'], { ...env, LOG_LEVEL: 'silent' })
   servers.push(quiet)
+  const workers = await start('service, 2 workers', ['dist/server.js'], { ...env, WORKERS: '2' })
+  servers.push(workers)
   const bareEnv = { ...env, DB_POOL_MAX: '10' }
   const ceiling = await start('ceiling', ['--import', 'tsx', 'bench/servers/ceiling.ts'], bareEnv)
   const peer = await start('peer', ['--import', 'tsx', 'bench/servers/peer.ts'], bareEnv)
@@ -117,7 +119,9 @@ try {
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
     { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
     { name: 'login', targets: [service], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) },
-    { name: 'student GET by id, logging off', targets: [quiet], next: () => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` }) }
+    { name: 'student GET by id, logging off', targets: [quiet], next: () => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` }) },
+    { name: 'student GET by id, 2 workers', targets: [workers], next: () => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` }) },
+    { name: 'client GET by id (auth), 2 workers', targets: [workers], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) }
   ]
 
   console.error(`seeded ${STUDENTS} students and ${CLIENTS} clients; measuring ${SECONDS} s × ${REPEAT} after ${WARMUP} s of warm-up`)
@@ -166,7 +170,10 @@ try {
   const derived = {
     'authenticated GET ÷ student GET by id': find('client GET by id (auth)', 'service')!.requestsPerSecond / byId,
     'login ÷ bare argon2id verify': find('login', 'service')!.requestsPerSecond / argon2PerSecond,
-    'logging on ÷ logging off': byId / find('student GET by id, logging off', 'service, logging off')!.requestsPerSecond
+    'logging on ÷ logging off': byId / find('student GET by id, logging off', 'service, logging off')!.requestsPerSecond,
+    '2 workers ÷ 1 process, student GET by id': find('student GET by id, 2 workers', 'service, 2 workers')!.requestsPerSecond / byId,
+    '2 workers ÷ 1 process, authenticated GET': find('client GET by id (auth), 2 workers', 'service, 2 workers')!.requestsPerSecond /
+      find('client GET by id (auth)', 'service')!.requestsPerSecond
   }
   console.log(`\nbare argon2id verify: ${argon2PerSecond.toFixed(1)}/s`)
   for (const [name, value] of Object.entries(derived)) console.log(`${name}: ${value.toFixed(2)}`)
@@ -174,7 +181,7 @@ try {
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
   await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, derived, results }, null, 2) + '\n')
-  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', ceiling: '#718096', peer: '#dd6b20' }
+  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', ceiling: '#718096', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,
     results.map(({ scenario, target, figures }) => ({ label: `${scenario} · ${target}`, value: figures.requestsPerSecond, colour: colours[target] ?? '#2b6cb0' }))

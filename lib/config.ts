@@ -6,6 +6,8 @@ import path from 'node:path'
 export interface Config {
   port: number
   host: string
+  /** Server processes sharing the port (node:cluster); 1: this process serves alone. */
+  workers: number
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   /** Where the embedded PostgreSQL keeps its data when no DB_HOST is given. */
   dataDir: string
@@ -136,6 +138,7 @@ export function loadConfig (env: Env = process.env): Config {
   return {
     port: integer(env, 'PORT', 3000, 0, 65535),
     host: text(env, 'HOST', 'localhost'),
+    workers: integer(env, 'WORKERS', 1, 1, 256),
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', LOG_LEVELS),
     dataDir,
     db: dbHost

@@ -5,6 +5,9 @@ import { ADMIN_ROLE } from './roles-repository.js'
 
 export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
 
+/** The advisory lock that instances starting together take around this check (any shared constant). */
+const BOOTSTRAP_LOCK = 7_355_609
+
 /**
  * Makes sure an administrator exists: the user of ADMIN_EMAIL / ADMIN_PASSWORD when set
  * (an existing user of that address keeps their password and gains Admin); else, where
@@ -15,9 +18,15 @@ export default fp(async (fastify) => {
   const { adminEmail, adminPassword, generateAdmin } = fastify.config.auth
   const { usersRepository, rolesRepository } = fastify
 
-  /** Gives the user of this address Admin, creating them with this password if needed; true when created. */
-  async function ensureAdmin (email: string, password: string): Promise<boolean> {
+  /**
+   * Gives the user of this address Admin, creating them with this password if needed; true
+   * when created. With `onlyIfNone`, does nothing while someone holds Admin.
+   */
+  async function ensureAdmin (email: string, password: string, onlyIfNone = false): Promise<boolean> {
     return fastify.knex.transaction(async trx => {
+      // Serialised, so that instances starting together create one administrator.
+      await trx.raw('select pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK])
+      if (onlyIfNone && await usersRepository.countAdmins(trx) > 0) return false
       const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
       const existing = await usersRepository.findCredentials(email, trx)
       const userId = existing?.id ??
@@ -29,9 +38,9 @@ export default fp(async (fastify) => {
 
   if (adminEmail !== undefined && adminPassword !== undefined) {
     await ensureAdmin(adminEmail, adminPassword)
-  } else if (generateAdmin && await fastify.knex.transaction(trx => usersRepository.countAdmins(trx)) === 0) {
+  } else if (generateAdmin) {
     const password = randomBytes(12).toString('base64url')
-    if (await ensureAdmin(DEFAULT_ADMIN_EMAIL, password)) {
+    if (await ensureAdmin(DEFAULT_ADMIN_EMAIL, password, true)) {
       fastify.log.warn({ email: DEFAULT_ADMIN_EMAIL, password }, 'created the administrator: this password is shown once only')
     }
   }

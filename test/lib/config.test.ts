@@ -14,6 +14,7 @@ t.test('defaults, with the embedded database', async t => {
   t.same(config, {
     port: 3000,
     host: 'localhost',
+    workers: 1,
     logLevel: 'info',
     dataDir,
     db: null,
@@ -76,6 +77,7 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, PORT: '-1' }, /^PORT /],
     [{ ...withDb, DB_PORT: '0' }, /^DB_PORT /],
     [{ ...withDb, DB_POOL_MAX: '0' }, /^DB_POOL_MAX /],
+    [{ ...withDb, WORKERS: '0' }, /^WORKERS must be a whole number from 1 to 256, got "0"$/],
     [{ ...withDb, LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
     [{ DB_HOST: 'db' }, /^JWT_SECRET is required with DB_HOST/],
     [{ DB_HOST: 'db', JWT_SECRET: 'short' }, /^JWT_SECRET must be at least 32 bytes, got 5$/],

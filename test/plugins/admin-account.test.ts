@@ -50,3 +50,11 @@ t.test('with DB_HOST and no ADMIN_EMAIL, no user is created', async t => {
   const app = await build(t)
   t.equal(await countUsers(app), 0)
 })
+
+t.test('instances starting together create one administrator between them', async t => {
+  const base = testConfig(await createDatabase(t))
+  for (const auth of [{ ...base.auth, generateAdmin: true }, { ...base.auth, adminEmail: 'root@example.com', adminPassword: 'the admin password' }]) {
+    const apps = await Promise.all([1, 2, 3].map(() => buildApp(t, { ...base, auth })))
+    t.equal(await apps[0]!.usersRepository.countAdmins(apps[0]!.knex), auth.generateAdmin ? 1 : 2, 'one more administrator, not three')
+  }
+})

@@ -1,0 +1,44 @@
+import { once } from 'node:events'
+import t from 'tap'
+import { databaseEnv, sleep, startServer, type ServerProcess } from './process.js'
+
+/** The pids of the workers that said they listen, in order. */
+const listeningWorkers = (server: ServerProcess) =>
+  server.logs.filter(entry => typeof entry.msg === 'string' && entry.msg.startsWith('Server listening at')).map(entry => entry.pid as number)
+
+async function until (check: () => boolean, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (!check() && Date.now() < deadline) await sleep(50)
+  return check()
+}
+
+t.test('WORKERS=2: two processes on one port; a worker that dies is replaced; SIGTERM stops them all', async t => {
+  const server = await startServer({ ...await databaseEnv(t), WORKERS: '2' })
+  t.teardown(() => server.process.kill('SIGKILL'))
+  t.ok(await until(() => listeningWorkers(server).length === 2, 15_000), 'both workers listen')
+  const [first, second] = listeningWorkers(server) as [number, number]
+  t.not(first, second)
+  t.equal(new Set(server.logs.filter(entry => String(entry.msg).startsWith('Server listening at')).map(entry => entry.msg)).size, 1, 'on the same address')
+
+  const created = await fetch(`${server.url}/students`, {
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Ada', email: 'ada@example.com', age: 36, dob: '1815-12-10' })
+  })
+  t.equal(created.status, 201)
+
+  process.kill(first, 'SIGKILL')
+  t.equal((await fetch(`${server.url}/students/1`)).status, 200, 'the other worker serves meanwhile')
+  t.ok(await until(() => listeningWorkers(server).length === 3, 15_000), 'a new worker replaces the dead one')
+  t.ok(server.logs.some(entry => entry.msg === 'a worker stopped; starting another' && entry.worker === first))
+
+  const exited = once(server.process, 'exit')
+  server.process.kill('SIGTERM')
+  const [code] = await exited
+  t.equal(code, 0, 'exits 0 once every worker finished')
+  for (const pid of listeningWorkers(server)) t.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `worker ${pid} is gone`)
+})
+
+t.test('WORKERS=2 where the workers cannot start: the primary exits 1', async t => {
+  const env = { ...await databaseEnv(t), WORKERS: '2', DB_PORT: '1' }
+  const server = startServer(env)
+  await t.rejects(server, /server exited with 1/)
+})

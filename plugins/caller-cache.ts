@@ -24,18 +24,15 @@ const HEARTBEAT_MS = 5_000
  */
 class ChangeListener {
   #client: pg.Client | undefined
-  #stopped = false
-  #reconnect: NodeJS.Timeout | undefined
   #listening: Promise<void> | undefined
-  readonly #heartbeat: NodeJS.Timeout
+  #reconnect: NodeJS.Timeout | undefined
+  #heartbeat: NodeJS.Timeout | undefined
 
   constructor (
     private readonly connection: pg.ClientConfig,
     private readonly cache: CallerCache,
     private readonly log: FastifyBaseLogger
-  ) {
-    this.#heartbeat = setInterval(() => { void this.#check() }, HEARTBEAT_MS).unref()
-  }
+  ) {}
 
   /** Connects and listens; on failure, tries again later. Resolves either way. */
   listen (): Promise<void> {
@@ -53,38 +50,30 @@ class ChangeListener {
       await client.connect()
       await client.query('listen auth_changed')
       this.cache.enable()
+      this.#heartbeat = setInterval(() => {
+        client.query('select 1').catch((error: unknown) => this.#lost(client, error))
+      }, HEARTBEAT_MS).unref()
     } catch (error) {
       this.#lost(client, error)
     }
   }
 
   async stop (): Promise<void> {
-    this.#stopped = true
-    clearInterval(this.#heartbeat)
-    clearTimeout(this.#reconnect)
     await this.#listening
+    clearTimeout(this.#reconnect)
+    clearInterval(this.#heartbeat)
     const client = this.#client
     this.#client = undefined
     this.cache.disable()
     await client?.end()
   }
 
-  async #check (): Promise<void> {
-    const client = this.#client
-    if (!client) return
-    try {
-      await client.query('select 1')
-    } catch (error) {
-      this.#lost(client, error)
-    }
-  }
-
   #lost (client: pg.Client, error?: unknown): void {
     if (client !== this.#client) return
     this.#client = undefined
     this.cache.disable()
+    clearInterval(this.#heartbeat)
     client.end().catch(() => {})
-    if (this.#stopped) return
     this.log.warn({ err: error }, 'lost the auth_changed listener; every token is checked in the database until it is back')
     this.#reconnect = setTimeout(() => { void this.listen() }, RECONNECT_MS)
   }

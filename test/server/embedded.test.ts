@@ -45,7 +45,8 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
   t.ok(first.logs.some(entry => entry.msg === 'shutting down: finishing in-flight requests'))
   await t.rejects(stat(path.join(dataDir, 'postgres', 'postmaster.pid')), 'the embedded database is stopped')
 
-  const second = await startServer(embeddedEnv(dataDir))
+  // Restarted with two workers: the primary runs the embedded database for both.
+  const second = await startServer({ ...embeddedEnv(dataDir), WORKERS: '2' })
   t.teardown(() => second.process.kill('SIGKILL'))
   t.notOk(second.logs.some(entry => entry.msg === 'created the administrator: this password is shown once only'), 'printed once only')
   const again = await fetch(`${second.url}/students/${student.id}`)
@@ -54,6 +55,7 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
   t.equal(list.length, 2, 'the request answered during shutdown was kept')
   second.process.kill('SIGTERM')
   t.equal((await once(second.process, 'exit'))[0], 0)
+  await t.rejects(stat(path.join(dataDir, 'postgres', 'postmaster.pid')), 'the embedded database is stopped again')
 })
 
 t.test('a port in use stops start-up and the embedded database with it', async t => {

@@ -42,3 +42,18 @@ t.test('WORKERS=2 where the workers cannot start: the primary exits 1', async t 
   const server = startServer(env)
   await t.rejects(server, /server exited with 1/)
 })
+
+t.test('WORKERS=2: a worker that does not stop in time is killed, and the primary exits 1', async t => {
+  const server = await startServer({ ...await databaseEnv(t), WORKERS: '2' })
+  t.teardown(() => server.process.kill('SIGKILL'))
+  t.ok(await until(() => listeningWorkers(server).length === 2, 15_000))
+  const [hung] = listeningWorkers(server) as [number]
+  process.kill(hung, 'SIGSTOP')
+  const exited = once(server.process, 'exit')
+  server.process.kill('SIGTERM')
+  const [code] = await exited
+  t.equal(code, 1)
+  t.ok(server.logs.some(entry => entry.msg === 'the workers did not stop in time'))
+  const gone = (pid: number) => { try { process.kill(pid, 0); return false } catch { return true } }
+  t.ok(await until(() => gone(hung), 2_000), 'the hung worker is gone')
+})

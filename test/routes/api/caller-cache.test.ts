@@ -166,3 +166,13 @@ t.test('a listening connection that stops answering is given up within seconds, 
   t.ok(await within(5_000, () => app.callerCache.enabled), 'listening again once the database answers')
   t.equal(await status(app, '/api/clients', user.token), 403, 'the change made meanwhile holds')
 })
+
+t.test('AUTH_CACHE_SIZE=0: every request checks its token in the database', async t => {
+  const plain = await build(t)
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, cacheSize: 0 } })
+  const checks = tokenChecks(app)
+  const user = await userWithRoles(app, ['User'])
+  for (let i = 0; i < 3; i++) t.equal(await status(app, '/api/clients', user.token), 200)
+  t.equal(checks(), 3)
+  t.equal(app.callerCache.enabled, false)
+})

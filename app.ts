@@ -22,9 +22,10 @@ export function serverOptions (config: Config): FastifyServerOptions {
     // Errors are logged, not every request.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 32 * 1024,
-    requestTimeout: 30_000,
-    connectionTimeout: 30_000,
-    keepAliveTimeout: 72_000,
+    requestTimeout: config.timeouts.request,
+    connectionTimeout: config.timeouts.request,
+    handlerTimeout: config.timeouts.handler,
+    keepAliveTimeout: config.timeouts.keepAlive,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     // ajv-compiler's factory type only knows its own ajv; ours returns Fastify's validator contract.

@@ -6,9 +6,6 @@ import { EmbeddedPostgres } from './lib/embedded-postgres.js'
 import { forTerminal } from './lib/logging.js'
 import { runPrimary } from './lib/primary.js'
 
-/** How long in-flight requests may take to finish after SIGTERM before the process gives up. */
-const SHUTDOWN_GRACE_MS = 10_000
-
 function readConfig (): Config {
   try {
     return loadConfig()
@@ -22,7 +19,7 @@ const config = readConfig()
 // With WORKERS > 1 this process only starts the embedded PostgreSQL and keeps the workers
 // running; each worker is a whole server, listening on the same port.
 if (cluster.isPrimary && config.workers > 1) {
-  await runPrimary(config, SHUTDOWN_GRACE_MS + 2_000)
+  await runPrimary(config, config.timeouts.shutdownGrace + 2_000)
 } else {
   await serve(config, cluster.isPrimary && !config.db ? new EmbeddedPostgres(config.dataDir) : undefined)
 }
@@ -44,8 +41,12 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
     setTimeout(() => {
       fastify.log.error('in-flight requests did not finish in time')
       process.exit(1)
-    }, SHUTDOWN_GRACE_MS).unref()
+    }, config.timeouts.shutdownGrace).unref()
+    // A connection whose response was under way when closing began stays open, idle, for
+    // keep-alive: close such connections as they go idle, or closing waits for the client.
+    const closeIdle = setInterval(() => fastify.server.closeIdleConnections(), 100)
     await fastify.close()
+    clearInterval(closeIdle)
     await embedded?.stop()
     process.exit(0)
   }

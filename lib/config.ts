@@ -16,6 +16,27 @@ export interface Config {
   /** Origins allowed to call the API from a browser; empty: no CORS headers at all. */
   corsOrigins: string[]
   auth: AuthConfig
+  timeouts: Timeouts
+}
+
+/** Every limit in time, in milliseconds. */
+export interface Timeouts {
+  /** Receiving a whole request (socket level). */
+  request: number
+  /** From routing to the response being sent; past it, 503 with Retry-After. */
+  handler: number
+  /** An idle keep-alive connection is closed after this. */
+  keepAlive: number
+  /** After SIGTERM, for the requests in flight to finish. */
+  shutdownGrace: number
+  /** Opening a database connection. */
+  dbConnect: number
+  /** Waiting for a free connection of the pool; past it, 503 with Retry-After. */
+  dbAcquire: number
+  /** One SQL statement (PostgreSQL's statement_timeout). */
+  dbStatement: number
+  /** A transaction left idle (PostgreSQL's idle_in_transaction_session_timeout). */
+  dbIdleInTransaction: number
 }
 
 export interface AuthConfig {
@@ -31,8 +52,8 @@ export interface AuthConfig {
   registerRoles: string[]
   /** Token checks remembered per instance (0: every request asks the database). */
   cacheSize: number
-  /** Login and register attempts per client IP and per e-mail address, per window. */
-  rateLimit: { perIp: number, perEmail: number, windowSeconds: number }
+  /** Login and register attempts per client IP and per e-mail address, and 404s per client IP, per window. */
+  rateLimit: { perIp: number, perEmail: number, notFoundPerIp: number, windowSeconds: number }
 }
 
 export interface DatabaseConfig {
@@ -75,6 +96,19 @@ function oneOf<T extends string> (env: Env, name: string, fallback: T, allowed: 
 
 const DURATION = /^(\d+)([smhd]?)$/
 const SECONDS = { '': 1, s: 1, m: 60, h: 3600, d: 86400 } as const
+
+const MILLISECONDS = /^(\d+)(ms|s|m)?$/
+const MS_PER = { ms: 1, s: 1000, m: 60_000 } as const
+
+/** A time limit in milliseconds: `250ms`, `2s`, `1m`, or plain seconds. */
+function milliseconds (env: Env, name: string, fallback: number): number {
+  const raw = text(env, name, `${fallback}ms`)
+  const match = MILLISECONDS.exec(raw)
+  if (!match || Number(match[1]) === 0) {
+    throw new ConfigError(`${name} must be a positive time in seconds, or with a unit (250ms, 2s, 1m), got "${raw}"`)
+  }
+  return Number(match[1]) * MS_PER[(match[2] ?? 's') as keyof typeof MS_PER]
+}
 
 function duration (env: Env, name: string, fallback: number): number {
   const raw = text(env, name, String(fallback))
@@ -163,8 +197,19 @@ export function loadConfig (env: Env = process.env): Config {
       rateLimit: {
         perIp: integer(env, 'AUTH_RATE_LIMIT_IP', 30, 1, 1_000_000),
         perEmail: integer(env, 'AUTH_RATE_LIMIT_EMAIL', 10, 1, 1_000_000),
+        notFoundPerIp: integer(env, 'NOT_FOUND_RATE_LIMIT_IP', 100, 1, 1_000_000),
         windowSeconds: duration(env, 'AUTH_RATE_LIMIT_WINDOW', 60)
       }
+    },
+    timeouts: {
+      request: milliseconds(env, 'REQUEST_TIMEOUT', 30_000),
+      handler: milliseconds(env, 'HANDLER_TIMEOUT', 15_000),
+      keepAlive: milliseconds(env, 'KEEP_ALIVE_TIMEOUT', 72_000),
+      shutdownGrace: milliseconds(env, 'SHUTDOWN_GRACE', 10_000),
+      dbConnect: milliseconds(env, 'DB_CONNECT_TIMEOUT', 2_000),
+      dbAcquire: milliseconds(env, 'DB_ACQUIRE_TIMEOUT', 2_000),
+      dbStatement: milliseconds(env, 'DB_STATEMENT_TIMEOUT', 10_000),
+      dbIdleInTransaction: milliseconds(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT', 10_000)
     }
   }
 }

@@ -26,12 +26,12 @@ export function knexConfig (config: Config): Knex.Config {
       types,
       application_name: 'student-records-api',
       // A database that is down or overloaded makes requests fail fast with 503, not hang.
-      connectionTimeoutMillis: 2_000,
-      statement_timeout: 10_000,
-      idle_in_transaction_session_timeout: 10_000
+      connectionTimeoutMillis: config.timeouts.dbConnect,
+      statement_timeout: config.timeouts.dbStatement,
+      idle_in_transaction_session_timeout: config.timeouts.dbIdleInTransaction
     },
     pool: { min: 0, max: config.dbPoolMax },
-    acquireConnectionTimeout: 2_000,
+    acquireConnectionTimeout: config.timeouts.dbAcquire,
     migrations: { migrationSource, tableName: 'knex_migrations' }
   }
 }

@@ -7,17 +7,19 @@ import { InvalidFields } from '../lib/invalid-fields.js'
 /** Seconds a client should wait before retrying when the database is out of reach. */
 const RETRY_AFTER_SECONDS = 5
 
-// Error codes of node's sockets and of PostgreSQL (class 08: connection exception,
-// 53300: too many connections, 57P0x: server shutting down or not yet up).
+// Error codes of node's sockets (ENOENT: a Unix socket that is gone with its server) and of
+// PostgreSQL (class 08: connection exception, 53300: too many connections, 57P0x: server
+// shutting down or not yet up).
 const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ENOENT',
   '08000', '08001', '08003', '08004', '08006', '53300', '57P01', '57P02', '57P03'
 ])
 
 function isDatabaseUnavailable (error: FastifyError): boolean {
   return error.name === 'KnexTimeoutError' ||
     UNAVAILABLE_CODES.has(error.code) ||
-    /^Connection terminated/.test(error.message)
+    // pg's own errors for a connection lost, which knex prefixes with the SQL.
+    /Connection terminated|Connection ended unexpectedly|connection error and is not queryable/.test(error.message)
 }
 
 /** `{ "email": ["must match format \"email\""] }` from ajv's errors. */
@@ -70,6 +72,11 @@ export default fp(async (fastify) => {
       request.log.info({ validation: data }, 'invalid request')
       return sendError(reply, 400, `Invalid ${PARTS[context]}: ${summary}`, data)
     }
+    if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+      request.log.error({ err: error }, 'request timed out')
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return sendError(reply, 503, 'The request took too long; try again later')
+    }
     if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
@@ -84,9 +91,5 @@ export default fp(async (fastify) => {
     }
     request.log.info({ err: error }, 'request refused')
     return sendError(reply, statusCode, error.message, error instanceof InvalidFields ? error.fields : undefined)
-  })
-
-  fastify.setNotFoundHandler((request, reply) => {
-    return sendError(reply, 404, `Route ${request.method} ${request.url.split('?')[0]} not found`)
   })
 }, { name: 'errors' })

@@ -3,8 +3,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** preValidation hook factory: counts the attempt per IP and per e-mail, or 429. */
-    rateLimit: (scope: string) => (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** Hook factory: counts the attempt per IP (at most `perIp`) and per e-mail of the body, or 429. */
+    rateLimit: (scope: string, perIp?: number) => (request: FastifyRequest, reply: FastifyReply) => Promise<void>
   }
 }
 
@@ -13,9 +13,9 @@ declare module 'fastify' {
  * fixed window per key, counted and checked in a single statement.
  */
 export default fp(async (fastify) => {
-  const { perIp, perEmail, windowSeconds } = fastify.config.auth.rateLimit
+  const { perEmail, windowSeconds } = fastify.config.auth.rateLimit
 
-  fastify.decorate('rateLimit', (scope: string) => async (request: FastifyRequest, reply: FastifyReply) => {
+  fastify.decorate('rateLimit', (scope: string, perIp = fastify.config.auth.rateLimit.perIp) => async (request: FastifyRequest, reply: FastifyReply) => {
     const email = (request.body as { email?: unknown } | undefined)?.email
     const keys: [string, number][] = [[`${scope}:ip:${request.ip}`, perIp]]
     if (typeof email === 'string') keys.push([`${scope}:email:${email.trim().toLowerCase()}`, perEmail])

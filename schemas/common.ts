@@ -22,7 +22,7 @@ const ERRORS: Record<number, string> = {
   415: 'The request body is not JSON',
   429: 'Too many attempts (with `Retry-After`)',
   500: 'The server failed; the body says nothing of the cause',
-  503: 'The database is unavailable or overloaded (with `Retry-After`)'
+  503: 'The database is unavailable, or the service overloaded or too slow to answer in time (with `Retry-After`)'
 }
 
 /**

@@ -28,7 +28,11 @@ t.test('defaults, with the embedded database', async t => {
       generateAdmin: true,
       registerRoles: [],
       cacheSize: 10_000,
-      rateLimit: { perIp: 30, perEmail: 10, windowSeconds: 60 }
+      rateLimit: { perIp: 30, perEmail: 10, notFoundPerIp: 100, windowSeconds: 60 }
+    },
+    timeouts: {
+      request: 30_000, handler: 15_000, keepAlive: 72_000, shutdownGrace: 10_000,
+      dbConnect: 2_000, dbAcquire: 2_000, dbStatement: 10_000, dbIdleInTransaction: 10_000
     }
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
@@ -52,7 +56,7 @@ t.test('CORS_ORIGIN lists the origins allowed', async t => {
 t.test('authentication settings', async t => {
   const { auth } = loadConfig({
     DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '15m', ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'correct horse',
-    REGISTER_ROLES: 'User, Reader ,', AUTH_CACHE_SIZE: '0', AUTH_RATE_LIMIT_IP: '100', AUTH_RATE_LIMIT_EMAIL: '3', AUTH_RATE_LIMIT_WINDOW: '1h'
+    REGISTER_ROLES: 'User, Reader ,', AUTH_CACHE_SIZE: '0', AUTH_RATE_LIMIT_IP: '100', AUTH_RATE_LIMIT_EMAIL: '3', NOT_FOUND_RATE_LIMIT_IP: '50', AUTH_RATE_LIMIT_WINDOW: '1h'
   })
   t.same(auth, {
     jwtSecret: SECRET,
@@ -62,11 +66,22 @@ t.test('authentication settings', async t => {
     generateAdmin: false,
     registerRoles: ['User', 'Reader'],
     cacheSize: 0,
-    rateLimit: { perIp: 100, perEmail: 3, windowSeconds: 3600 }
+    rateLimit: { perIp: 100, perEmail: 3, notFoundPerIp: 50, windowSeconds: 3600 }
   })
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '90' }).auth.jwtTtlSeconds, 90)
   t.match(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, ADMIN_EMAIL: '', ADMIN_PASSWORD: '' }).auth, { adminEmail: undefined, adminPassword: undefined }, 'empty is unset')
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '2d' }).auth.jwtTtlSeconds, 172800)
+})
+
+t.test('time limits take milliseconds, seconds or minutes', async t => {
+  const { timeouts } = loadConfig({
+    DB_HOST: 'db', JWT_SECRET: SECRET, REQUEST_TIMEOUT: '1m', HANDLER_TIMEOUT: '5', KEEP_ALIVE_TIMEOUT: '65s', SHUTDOWN_GRACE: '20s',
+    DB_CONNECT_TIMEOUT: '500ms', DB_ACQUIRE_TIMEOUT: '1s', DB_STATEMENT_TIMEOUT: '30s', DB_IDLE_IN_TRANSACTION_TIMEOUT: '2m'
+  })
+  t.same(timeouts, {
+    request: 60_000, handler: 5_000, keepAlive: 65_000, shutdownGrace: 20_000,
+    dbConnect: 500, dbAcquire: 1_000, dbStatement: 30_000, dbIdleInTransaction: 120_000
+  })
 })
 
 t.test('a bad value stops start-up with a message naming the variable', async t => {
@@ -87,6 +102,8 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, ADMIN_PASSWORD: 'long enough' }, /^ADMIN_EMAIL must be set with ADMIN_PASSWORD$/],
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'short' }, /^ADMIN_PASSWORD must be 8 to 128 characters long$/],
     [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /],
+    [{ ...withDb, HANDLER_TIMEOUT: '0' }, /^HANDLER_TIMEOUT must be a positive time in seconds, or with a unit \(250ms, 2s, 1m\), got "0"$/],
+    [{ ...withDb, DB_STATEMENT_TIMEOUT: '1h' }, /^DB_STATEMENT_TIMEOUT /],
     [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/]
   ]
   for (const [env, message] of cases) {

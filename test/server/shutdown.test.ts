@@ -1,6 +1,7 @@
 import { once } from 'node:events'
 import http from 'node:http'
 import t from 'tap'
+import pg from 'pg'
 import { databaseEnv, sleep, startServer } from './process.js'
 
 t.test('SIGTERM gives up on a request that never finishes, after the grace period', async t => {
@@ -19,4 +20,44 @@ t.test('SIGTERM gives up on a request that never finishes, after the grace perio
   t.equal(code, 1)
   t.ok(Date.now() - started >= 10_000, 'waited for the grace period, a second SIGTERM notwithstanding')
   t.ok(server.logs.some(entry => entry.msg === 'in-flight requests did not finish in time'))
+})
+
+t.test('SIGTERM under load: requests in flight finish, later ones get 503, exit 0 within 10 s, every 201 kept', async t => {
+  const env = await databaseEnv(t)
+  const server = await startServer(env)
+  t.teardown(() => server.process.kill('SIGKILL'))
+  const created: number[] = []
+  const other: string[] = []
+  let n = 0
+  let refused = 0
+  // Ten clients on keep-alive connections, writing until the server has gone.
+  const client = async () => {
+    for (;;) {
+      const res = await fetch(`${server.url}/students`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Busy', email: `busy${++n}@example.com`, age: 20, dob: '2000-01-01' })
+      }).catch(() => undefined)
+      if (!res) { refused++; return }
+      if (res.status === 201) created.push(((await res.json()) as { id: number }).id)
+      else if (res.status === 503) await res.arrayBuffer()
+      else other.push(`${res.status} ${await res.text()}`)
+    }
+  }
+  const load = Promise.all(Array.from({ length: 10 }, client))
+  await sleep(1_000)
+  const exited = once(server.process, 'exit')
+  const started = Date.now()
+  server.process.kill('SIGTERM')
+  const [code] = await exited
+  await load
+
+  t.equal(code, 0)
+  t.ok(Date.now() - started < 10_000, `exited in ${Date.now() - started} ms`)
+  t.same(other, [], 'every answer was 201 or 503')
+  t.equal(refused, 10, 'then connections were refused')
+  t.ok(created.length > 0)
+  const db = new pg.Client({ host: env.DB_HOST, port: Number(env.DB_PORT), database: env.DB_NAME, user: env.DB_USER, password: env.DB_PASSWORD })
+  await db.connect()
+  const { rows } = await db.query<{ id: number }>('select id from students where id = any($1)', [created])
+  await db.end()
+  t.equal(rows.length, created.length, 'every student answered 201 exists')
 })

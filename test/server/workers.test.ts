@@ -30,10 +30,14 @@ t.test('WORKERS=2: two processes on one port; a worker that dies is replaced; SI
   t.ok(await until(() => listeningWorkers(server).length === 3, 15_000), 'a new worker replaces the dead one')
   t.ok(server.logs.some(entry => entry.msg === 'a worker stopped; starting another' && entry.worker === first))
 
+  // Another worker dies, and SIGTERM comes before its replacement would start: none starts.
   const exited = once(server.process, 'exit')
+  process.kill(second, 'SIGKILL')
+  await sleep(200)
   server.process.kill('SIGTERM')
   const [code] = await exited
   t.equal(code, 0, 'exits 0 once every worker finished')
+  t.equal(listeningWorkers(server).length, 3, 'no replacement started during shutdown')
   for (const pid of listeningWorkers(server)) t.throws(() => process.kill(pid, 0), { code: 'ESRCH' }, `worker ${pid} is gone`)
 })
 
@@ -50,6 +54,8 @@ t.test('WORKERS=2: a worker that does not stop in time is killed, and the primar
   const [hung] = listeningWorkers(server) as [number]
   process.kill(hung, 'SIGSTOP')
   const exited = once(server.process, 'exit')
+  server.process.kill('SIGTERM')
+  await sleep(200)
   server.process.kill('SIGTERM')
   const [code] = await exited
   t.equal(code, 1)

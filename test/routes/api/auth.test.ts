@@ -128,7 +128,7 @@ t.test('profile lists the caller\'s roles and permissions; permissions lists all
 
 t.test('login and register are rate limited per IP and per e-mail address', async t => {
   const app = await build(t)
-  const limited = await build(t, { db: app.config.db, auth: { ...app.config.auth, rateLimit: { perIp: 5, perEmail: 2, windowSeconds: 60 } } })
+  const limited = await build(t, { db: app.config.db, auth: { ...app.config.auth, rateLimit: { ...app.config.auth.rateLimit, perIp: 5, perEmail: 2, windowSeconds: 60 } } })
   const attempt = (email: string, ip = '10.0.0.1') =>
     limited.inject({ method: 'POST', url: '/api/login', payload: { email, password: 'wrong password' }, remoteAddress: ip })
 
@@ -156,7 +156,7 @@ t.test('login and register are rate limited per IP and per e-mail address', asyn
 t.test('20 concurrent registrations of one address: one 201, the rest 409, one row', async t => {
   const plain = await build(t)
   // Limits high enough that the uniqueness check, not the rate limit, answers.
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { perIp: 100, perEmail: 100, windowSeconds: 60 } } })
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 100, perEmail: 100, windowSeconds: 60 } } })
   const results = await Promise.all(Array.from({ length: 20 }, (_, i) => app.inject({
     method: 'POST',
     url: '/api/register',

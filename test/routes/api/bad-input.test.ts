@@ -11,7 +11,7 @@ async function snapshot (app: FastifyInstance) {
 
 t.test('bad bodies on every write of the authenticated interface: a 4xx error body, no row changed', async t => {
   const plain = await build(t)
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
   const admin = await userWithRoles(app, ['Admin'])
   const headers = bearer(admin.token)
   const { id: clientId } = await app.clientsRepository.create(client)

@@ -7,7 +7,7 @@ const ALL = ['client', 'role', 'user'].flatMap(resource => ['list', 'create', 'e
 t.test('every guarded route: 403 without its permission (all others held), 2xx with it', async t => {
   const plain = await build(t)
   // Many logins from one address: limits out of the way.
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
   const routes: [string, string, string, (() => Promise<object | undefined>)?][] = []
   const target = async () => ({
     client: (await app.clientsRepository.create(client)).id,

@@ -1,0 +1,123 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import t from 'tap'
+import pg from 'pg'
+import type { FastifyInstance } from 'fastify'
+import { EmbeddedPostgres } from '../../lib/embedded-postgres.js'
+import { build, buildApp, createDatabase, testConfig } from '../helper.js'
+import { ada } from '../routes/students/fixtures.js'
+import { bearer, userWithRoles } from '../routes/api/accounts.js'
+import { databaseProxy } from './database-proxy.js'
+
+const POOL_MAX = 3
+
+/** Whether `check` comes true within `ms` milliseconds, asking every 50 ms. */
+async function within (ms: number, check: () => Promise<boolean>): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (await check()) return true
+    await new Promise(resolve => setTimeout(resolve, 50))
+  }
+  return check()
+}
+
+async function timed<T> (work: Promise<T>): Promise<[T, number]> {
+  const started = Date.now()
+  const result = await work
+  return [result, Date.now() - started]
+}
+
+const appConnections = async (app: FastifyInstance) => {
+  const { rows } = await app.knex.raw<{ rows: { n: string }[] }>(
+    "select count(*) as n from pg_stat_activity where datname = current_database() and application_name = 'student-records-api'")
+  return Number(rows[0]!.n)
+}
+
+t.test('database stopped: 503 with Retry-After within 3 s, live but not ready; started again: 2xx within 5 s', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-fault-'))
+  await chmod(dataDir, 0o755)
+  const server = new EmbeddedPostgres(dataDir)
+  await server.start()
+  t.teardown(async () => {
+    await server.stop()
+    await rm(dataDir, { recursive: true, force: true })
+  })
+  const app = await buildApp(t, testConfig(server.connection, { dbPoolMax: POOL_MAX }))
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+
+  await server.stop()
+  for (const [method, url] of [['GET', '/students/1'], ['POST', '/students'], ['GET', '/health/ready']] as const) {
+    const [res, ms] = await timed(app.inject({ method, url, ...(method === 'POST' && { payload: { ...ada, email: 'down@example.com' } }) }))
+    t.equal(res.statusCode, 503, `${method} ${url}`)
+    t.equal(res.headers['retry-after'], '5')
+    t.ok(ms < 3_000, `answered in ${ms} ms`)
+  }
+  t.equal((await app.inject({ url: '/health/live' })).statusCode, 200, 'live meanwhile')
+
+  await server.start()
+  t.ok(await within(5_000, async () => (await app.inject({ url: '/students/1' })).statusCode === 200), 'serving again within 5 s')
+  await Promise.all(Array.from({ length: 20 }, () => app.inject({ url: '/students' })))
+  t.ok(await appConnections(app) <= POOL_MAX, 'never more connections than the pool holds')
+  t.equal((await app.inject({ url: '/students' })).json().length, 1, 'the POST answered 503 wrote nothing')
+})
+
+t.test('database frozen: 503 with Retry-After within the handler timeout; thawed: serving again', async t => {
+  const proxy = await databaseProxy(t, await createDatabase(t))
+  const config = testConfig(proxy.db, { dbPoolMax: POOL_MAX })
+  const app = await buildApp(t, { ...config, timeouts: { ...config.timeouts, handler: 1_500 } })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+
+  proxy.freeze()
+  const answers = await Promise.all(Array.from({ length: 6 }, () => timed(app.inject({ url: '/students/1' }))))
+  for (const [res, ms] of answers) {
+    t.equal(res.statusCode, 503)
+    t.equal(res.headers['retry-after'], '5')
+    t.ok(ms < 3_000, `answered in ${ms} ms`)
+  }
+  proxy.thaw()
+  t.ok(await within(5_000, async () => (await app.inject({ url: '/students/1' })).statusCode === 200), 'serving again within 5 s')
+})
+
+t.test('connections killed mid-load: only requests in flight fail, with 503, and no write is half done', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const statuses = new Map<number, number>()
+  const created: number[] = []
+  let running = true
+  let n = 0
+  const client = async () => {
+    while (running) {
+      const res = await app.inject({
+        method: 'POST', url: '/api/roles', headers: bearer(admin.token), payload: { name: `Role ${++n}`, permission: ['client-list', 'client-create'] }
+      })
+      statuses.set(res.statusCode, (statuses.get(res.statusCode) ?? 0) + 1)
+      if (res.statusCode === 201) created.push(res.json().data.id)
+    }
+  }
+  const killer = new pg.Client(app.config.db!)
+  await killer.connect()
+  t.teardown(() => killer.end())
+  const load = Promise.all(Array.from({ length: 5 }, client))
+  let killed = 0
+  for (let i = 0; i < 10; i++) {
+    await new Promise(resolve => setTimeout(resolve, 200))
+    const { rowCount } = await killer.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')
+    killed += rowCount ?? 0
+  }
+  await new Promise(resolve => setTimeout(resolve, 500))
+  const before = created.length
+  await new Promise(resolve => setTimeout(resolve, 500))
+  running = false
+  await load
+
+  t.ok(killed > 0, `${killed} connections killed`)
+  t.same([...statuses.keys()].filter(code => code !== 201 && code !== 503), [], `only 201 and 503: ${JSON.stringify([...statuses])}`)
+  t.ok(created.length > before, 'writes succeed again once the killing stops')
+  const { rows } = await killer.query<{ id: number, permissions: number }>(`
+    select r.id, count(rp.permission_id)::int as permissions from roles r left join role_permissions rp on rp.role_id = r.id
+    where r.name like 'Role %' group by r.id`)
+  t.same(rows.filter(row => row.permissions !== 2), [], 'every role has both its permissions: none half written')
+  const ids = new Set(rows.map(row => row.id))
+  t.same(created.filter(id => !ids.has(id)), [], 'every role answered 201 exists')
+})

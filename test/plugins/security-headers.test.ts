@@ -1,0 +1,37 @@
+import t from 'tap'
+import { build } from '../helper.js'
+
+t.test('helmet\'s headers on every answer, and nothing that names the software', async t => {
+  const app = await build(t)
+  for (const url of ['/students', '/students/999', '/nowhere']) {
+    const res = await app.inject({ url })
+    t.equal(res.headers['x-content-type-options'], 'nosniff', url)
+    t.equal(res.headers['x-frame-options'], 'SAMEORIGIN', url)
+    t.match(res.headers['strict-transport-security'], /max-age=\d+/, url)
+    t.match(res.headers['content-security-policy'], /default-src 'self'/, url)
+    t.notOk(res.headers['x-powered-by'], url)
+    t.notOk(res.headers.server, url)
+  }
+})
+
+t.test('the documentation page\'s scripts are all local files, which its policy lets run', async t => {
+  const app = await build(t)
+  const page = await app.inject({ url: '/documentation/' })
+  t.equal(page.statusCode, 200)
+  t.match(page.headers['content-security-policy'], /script-src 'self'/)
+  const scripts = page.body.match(/<script[^>]*>/g) ?? []
+  t.ok(scripts.length > 0)
+  t.same(scripts.filter(tag => !/ src="\.\/[^"]+"/.test(tag)), [], 'no inline script, nothing from elsewhere')
+})
+
+t.test('a client asking for routes that do not exist is answered 429 past NOT_FOUND_RATE_LIMIT_IP', async t => {
+  const plain = await build(t)
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, notFoundPerIp: 3 } } })
+  for (let i = 0; i < 3; i++) t.equal((await app.inject({ url: `/wp-admin/${i}` })).statusCode, 404)
+  const limited = await app.inject({ url: '/.env' })
+  t.equal(limited.statusCode, 429)
+  t.match(limited.json(), { success: false, statusCode: 429, error: 'Too Many Requests' })
+  t.match(limited.headers['retry-after'], /^\d+$/)
+  t.equal((await app.inject({ url: '/students' })).statusCode, 200, 'routes that exist are not limited')
+  t.equal((await app.inject({ url: '/nowhere', remoteAddress: '10.0.0.2' })).statusCode, 404, 'another client is not limited')
+})

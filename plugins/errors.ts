@@ -24,7 +24,8 @@ function isDatabaseUnavailable (error: FastifyError): boolean {
 
 /** `{ "email": ["must match format \"email\""] }` from ajv's errors. */
 export function fieldErrors (errors: FastifySchemaValidationError[], context: string): Record<string, string[]> {
-  const fields: Record<string, string[]> = {}
+  // A Map, since a field may be named `constructor` or `__proto__`.
+  const fields = new Map<string, string[]>()
   for (const error of errors) {
     const path = error.instancePath.split('/').slice(1)
     let message = String(error.message)
@@ -40,9 +41,9 @@ export function fieldErrors (errors: FastifySchemaValidationError[], context: st
       message = 'must not be empty'
     }
     const field = path.length > 0 ? path.join('.') : context
-    ;(fields[field] ??= []).push(message)
+    fields.set(field, [...fields.get(field) ?? [], message])
   }
-  return fields
+  return Object.fromEntries(fields)
 }
 
 const PARTS: Record<SchemaErrorDataVar, string> = {

@@ -1,0 +1,89 @@
+import fc from 'fast-check'
+
+/** The subset of JSON Schema that the service's request bodies use. */
+export interface Schema {
+  $ref?: string
+  type?: string
+  properties?: Record<string, Schema>
+  required?: string[]
+  minProperties?: number
+  minLength?: number
+  maxLength?: number
+  pattern?: string
+  format?: string
+  minimum?: number
+  maximum?: number
+  items?: Schema
+}
+
+const PERMISSIONS = ['client', 'role', 'user'].flatMap(resource => ['list', 'create', 'edit', 'delete'].map(action => `${resource}-${action}`))
+
+/** Names of the things an array of strings refers to, by property name. */
+const NAMES: Record<string, string[]> = { permission: PERMISSIONS, roles: ['Admin', 'User'] }
+
+const email = fc.tuple(fc.stringMatching(/^[a-z0-9]{1,20}$/), fc.constantFrom('example.com', 'example.org'))
+  .map(([local, domain]) => `${local}@${domain}`)
+const pastDate = fc.date({ min: new Date('1900-01-01'), max: new Date('2020-12-31'), noInvalidDate: true })
+  .map(date => date.toISOString().slice(0, 10))
+
+/** Values that the schema accepts (mostly: uniqueness in the database is not known here). */
+export function valid (schema: Schema, components: Record<string, Schema>, name = ''): fc.Arbitrary<unknown> {
+  if (schema.$ref) return valid(components[schema.$ref.split('/').pop()!]!, components, name)
+  switch (schema.type) {
+    case 'object': {
+      const properties = schema.properties ?? {}
+      const record = fc.record(
+        Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, valid(value, components, key)])),
+        { requiredKeys: schema.required ?? [] }
+      ) as fc.Arbitrary<Record<string, unknown>>
+      return record
+        .filter(body => Object.keys(body).length >= (schema.minProperties ?? 0))
+        // The confirmation repeats the password.
+        .map(body => ('c_password' in body && 'password' in body ? { ...body, c_password: body.password } : body))
+    }
+    case 'string':
+      if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern))
+      if (schema.format === 'email') return email
+      if (schema.format === 'date') return pastDate
+      return fc.string({ minLength: Math.max(schema.minLength ?? 0, name.includes('password') ? 8 : 1), maxLength: Math.min(schema.maxLength ?? 40, 40) })
+        .filter(text => text.trim().length > 0)
+    case 'integer':
+      return fc.integer({ min: schema.minimum ?? -1000, max: schema.maximum ?? 1000 })
+    case 'array':
+      return fc.subarray(NAMES[name] ?? [])
+    default:
+      return fc.jsonValue()
+  }
+}
+
+/** What attackers and broken clients send instead of a field's value. */
+export const badValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.jsonValue(),
+  fc.constant('x'.repeat(40_000)),
+  fc.constant('a\u0000b'),
+  fc.constantFrom("' OR 1=1 --", "'; drop table students; --", '1; select pg_sleep(10)', '$1', '%s%s%s'),
+  fc.constantFrom('\u202eevil', '𝕬𝖉𝖆', 'e\u0301', '\uFEFF', '\uD800', '\u0085'),
+  fc.string({ unit: 'binary', maxLength: 50 }),
+  fc.constantFrom(null, true, -1, 1e308, '20', [], {})
+)
+
+/** A valid body with one field broken, an extra key, or something else altogether. */
+export function body (schema: Schema, components: Record<string, Schema>): fc.Arbitrary<unknown> {
+  const good = valid(schema, components) as fc.Arbitrary<Record<string, unknown>>
+  return fc.oneof(
+    good,
+    fc.tuple(good, fc.string({ maxLength: 12 }), badValue).map(([value, key, bad]) => {
+      const keys = Object.keys(value)
+      return { ...value, [keys.length > 0 ? keys[key.length % keys.length]! : key]: bad }
+    }),
+    fc.tuple(good, fc.constantFrom('__proto__', 'constructor', 'id', 'deleted_at', 'token_generation'), badValue)
+      .map(([value, key, bad]) => ({ ...value, [key]: bad })),
+    fc.jsonValue()
+  )
+}
+
+export const contentType = fc.constantFrom(
+  'application/json', 'APPLICATION/JSON ;', ' application/json', '\tapplication/json', 'application/json; charset=utf-8',
+  'application/json;charset=UTF-16', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x',
+  'application/json-patch+json', undefined
+)

@@ -2,17 +2,13 @@
 // Express + pg peer, on one fresh database, over real HTTP on 127.0.0.1. Prints a table and
 // writes bench/results/latest.json and latest.svg. BENCH_DURATION, BENCH_REPEAT and
 // BENCH_WARMUP (seconds, runs, seconds) shorten it; BENCH_OUT writes elsewhere.
-import { spawn, type ChildProcess } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { mkdir, writeFile } from 'node:fs/promises'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { hash, verify } from '@node-rs/argon2'
 import pg from 'pg'
-import { EmbeddedPostgres } from '../lib/embedded-postgres.js'
 import { barChart } from './chart.js'
+import { benchDatabase, start, stop, type Server } from './harness.js'
 import { measure, type Figures, type Request } from './load.js'
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
@@ -23,57 +19,7 @@ const OUT = path.resolve(process.env.BENCH_OUT ?? 'bench/results')
 const STUDENTS = 10_000
 const CLIENTS = 1_000
 
-const freePort = async () => {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as net.AddressInfo
-  server.close()
-  return port
-}
-
-interface Server { name: string, url: string, process: ChildProcess }
-
-/** Starts a server process and waits until it answers. */
-async function start (name: string, args: string[], env: NodeJS.ProcessEnv): Promise<Server> {
-  const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
-  const child = spawn(process.execPath, args, { env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] })
-  let exited = false
-  child.once('exit', () => { exited = true })
-  for (const deadline = Date.now() + 60_000; ;) {
-    if (exited) throw new Error(`${name} exited`)
-    if (await fetch(`${url}/students?limit=1`).then(res => res.ok, () => false)) break
-    if (Date.now() > deadline) throw new Error(`${name} did not answer within a minute`)
-    await new Promise(resolve => setTimeout(resolve, 100))
-  }
-  return { name, url, process: child }
-}
-
-async function stop (server: Server) {
-  const exited = once(server.process, 'exit')
-  server.process.kill('SIGTERM')
-  await exited
-}
-
-// The database: DB_HOST … when set, else an embedded PostgreSQL of the benchmark's own.
-const embedded = process.env.DB_HOST ? undefined : new EmbeddedPostgres(path.resolve('.data', 'bench'))
-const startedEmbedded = await embedded?.start()
-const server = embedded?.connection ?? {
-  host: process.env.DB_HOST!, port: Number(process.env.DB_PORT ?? 5432), database: process.env.DB_NAME ?? 'postgres',
-  user: process.env.DB_USER ?? 'postgres', password: process.env.DB_PASSWORD ?? ''
-}
-const database = `bench_${Date.now()}`
-const admin = new pg.Client(server)
-await admin.connect()
-await admin.query(`create database ${database}`)
-await admin.end()
-
-const env: NodeJS.ProcessEnv = {
-  ...process.env,
-  DB_HOST: server.host, DB_PORT: String(server.port), DB_NAME: database, DB_USER: server.user, DB_PASSWORD: server.password,
-  JWT_SECRET: randomBytes(32).toString('hex'), LOG_LEVEL: 'info',
-  AUTH_RATE_LIMIT_IP: '1000000', AUTH_RATE_LIMIT_EMAIL: '1000000'
-}
+const { server, database, env, drop } = await benchDatabase()
 const servers: Server[] = []
 try {
   console.error(`database ${database} ready; starting the servers`)
@@ -188,9 +134,5 @@ try {
   ))
 } finally {
   for (const s of servers) await stop(s)
-  const cleanup = new pg.Client(server)
-  await cleanup.connect()
-  await cleanup.query(`drop database if exists ${database} with (force)`)
-  await cleanup.end()
-  if (startedEmbedded) await embedded?.stop()
+  await drop()
 }

@@ -1,14 +1,18 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
+import fc from 'fast-check'
 import { build } from '../../helper.js'
 import { bearer, client, roleWithPermissions, userWithRoles } from './accounts.js'
 
 const ALL = ['client', 'role', 'user'].flatMap(resource => ['list', 'create', 'edit', 'delete'].map(action => `${resource}-${action}`))
 
-t.test('every guarded route: 403 without its permission (all others held), 2xx with it', async t => {
+type Route = [permission: string, method: string, path: string, body?: () => Promise<object | undefined>]
+
+/** An app with rate limits out of the way, every guarded route, and a way to make fresh targets for them. */
+async function guardedRoutes (t: Test) {
   const plain = await build(t)
   // Many logins from one address: limits out of the way.
   const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
-  const routes: [string, string, string, (() => Promise<object | undefined>)?][] = []
+  const routes: Route[] = []
   const target = async () => ({
     client: (await app.clientsRepository.create(client)).id,
     role: (await roleWithPermissions(app, `Target ${Math.random()}`, [])).id,
@@ -35,6 +39,12 @@ t.test('every guarded route: 403 without its permission (all others held), 2xx w
     )
   }
 
+  return { app, routes, target }
+}
+
+t.test('every guarded route: 403 without its permission (all others held), 2xx with it', async t => {
+  const { app, routes, target } = await guardedRoutes(t)
+
   for (const [permission, method, path, body] of routes) {
     const without = await roleWithPermissions(app, `All but ${permission} (${method} ${path})`, ALL.filter(p => p !== permission))
     const denied = await userWithRoles(app, [without.name])
@@ -47,4 +57,25 @@ t.test('every guarded route: 403 without its permission (all others held), 2xx w
     const accepted = await app.inject({ method: method as 'GET', url, headers: bearer(allowed.token), ...(payload && { payload }) })
     t.ok(accepted.statusCode >= 200 && accepted.statusCode < 300, `with ${permission}: ${method} ${path} → ${accepted.statusCode} ${accepted.statusCode >= 300 ? accepted.body : ''}`)
   }
+})
+
+t.test('random permission sets × every guarded route: 2xx exactly when the permission is held, else 403; no token: 401', async t => {
+  const { app, routes, target } = await guardedRoutes(t)
+  let sets = 0
+  await fc.assert(fc.asyncProperty(fc.subarray(ALL), async held => {
+    const role = await roleWithPermissions(app, `Set ${++sets}`, held)
+    const { token } = await userWithRoles(app, [role.name])
+    for (const [permission, method, path, body] of routes) {
+      const ids = await target()
+      const url = path.replace(':id', String(ids[permission.split('-')[0] as keyof typeof ids]))
+      const payload = await body?.()
+      const res = await app.inject({ method: method as 'GET', url, headers: bearer(token), ...(payload && { payload }) })
+      const expected = held.includes(permission) ? '2xx' : '403'
+      const actual = res.statusCode >= 200 && res.statusCode < 300 ? '2xx' : String(res.statusCode)
+      if (actual !== expected) throw new Error(`holding [${held}]: ${method} ${path} → ${res.statusCode} ${res.body}`)
+      const anonymous = await app.inject({ method: method as 'GET', url, ...(payload && { payload }) })
+      if (anonymous.statusCode !== 401) throw new Error(`no token: ${method} ${path} → ${anonymous.statusCode}`)
+    }
+  }), { numRuns: 12 })
+  t.equal(sets, 12, 'twelve permission sets, each against every guarded route')
 })

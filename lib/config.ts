@@ -37,6 +37,8 @@ export interface Timeouts {
   dbStatement: number
   /** A transaction left idle (PostgreSQL's idle_in_transaction_session_timeout). */
   dbIdleInTransaction: number
+  /** Event-loop lag past which requests are shed with 503 (overload). */
+  maxEventLoopDelay: number
 }
 
 export interface AuthConfig {
@@ -209,7 +211,8 @@ export function loadConfig (env: Env = process.env): Config {
       dbConnect: milliseconds(env, 'DB_CONNECT_TIMEOUT', 2_000),
       dbAcquire: milliseconds(env, 'DB_ACQUIRE_TIMEOUT', 2_000),
       dbStatement: milliseconds(env, 'DB_STATEMENT_TIMEOUT', 10_000),
-      dbIdleInTransaction: milliseconds(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT', 10_000)
+      dbIdleInTransaction: milliseconds(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT', 10_000),
+      maxEventLoopDelay: milliseconds(env, 'MAX_EVENT_LOOP_DELAY', 1_000)
     }
   }
 }

@@ -25,7 +25,8 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
   let started = false
   let stopping = false
   let failed = false
-  let allExited: () => void = () => {}
+  let allExited!: () => void
+  const exited = new Promise<void>(resolve => { allExited = resolve })
 
   const fork = () => {
     const worker = cluster.fork()
@@ -59,14 +60,12 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
       for (const worker of workers) worker.process.kill('SIGKILL')
       process.exit(1)
     }, graceMs).unref()
-    const exited = new Promise<void>(resolve => { allExited = resolve })
     for (const worker of workers) worker.process.kill('SIGTERM')
     if (workers.size > 0) await exited
     await embedded?.stop()
     process.exit(failed ? 1 : 0)
   }
-  process.on('SIGTERM', () => { void stop('SIGTERM') })
-  process.on('SIGINT', () => { void stop('SIGINT') })
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => { void stop(signal) })
 
   for (let i = 0; i < config.workers; i++) fork()
 }

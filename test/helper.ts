@@ -44,8 +44,16 @@ export async function createDatabase (t: Test): Promise<DatabaseConfig> {
 /** The configuration the service would read, pointed at the given database. */
 export function testConfig (db: DatabaseConfig, overrides: Partial<Config> = {}): Config {
   const config = environmentConfig()
-  // As with DB_HOST: no administrator is generated unless a test asks for one.
-  return { ...config, logLevel: 'silent', db, auth: { ...config.auth, generateAdmin: false }, ...overrides }
+  // As with DB_HOST: no administrator is generated unless a test asks for one. Test files
+  // compile TypeScript as they go and share the machine: no load shedding unless asked for.
+  return {
+    ...config,
+    logLevel: 'silent',
+    db,
+    auth: { ...config.auth, generateAdmin: false },
+    timeouts: { ...config.timeouts, maxEventLoopDelay: 60_000 },
+    ...overrides
+  }
 }
 
 /**

@@ -121,3 +121,22 @@ t.test('connections killed mid-load: only requests in flight fail, with 503, and
   const ids = new Set(rows.map(row => row.id))
   t.same(created.filter(id => !ids.has(id)), [], 'every role answered 201 exists')
 })
+
+t.test('overloaded: 503 with Retry-After at once instead of growing latency; back to normal within 10 s', async t => {
+  const plain = await build(t)
+  const app = await build(t, { db: plain.config.db, timeouts: { ...plain.config.timeouts, maxEventLoopDelay: 100 } })
+  t.equal((await app.inject({ url: '/students' })).statusCode, 200)
+
+  // The event loop stalls, as under more work than it can do; the requests that arrive meanwhile:
+  const until = Date.now() + 600
+  while (Date.now() < until) { /* busy */ }
+  await new Promise(resolve => setTimeout(resolve, 0)) // the overdue lag sample is taken
+  const [shed, ready, live] = await Promise.all(['/students', '/health/ready', '/health/live'].map(url => app.inject({ url })))
+  t.equal(shed!.statusCode, 503)
+  t.equal(shed!.headers['retry-after'], '5')
+  t.match(shed!.json(), { success: false, statusCode: 503, message: 'The service is overloaded; try again later' })
+  t.equal(ready!.statusCode, 503, 'not ready: a balancer sends work elsewhere')
+  t.equal(live!.statusCode, 200, 'but live: nobody restarts it')
+
+  t.ok(await within(10_000, async () => (await app.inject({ url: '/students' })).statusCode === 200), 'serving again within 10 s')
+})

@@ -13,7 +13,8 @@ export function spawnServer (env: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe' 
 
 /** Starts server.ts and waits until it listens; its JSON log lines are collected. */
 export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProcess> {
-  const child = spawnServer({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env })
+  // As in the in-process tests: no load shedding while TypeScript compiles on a shared machine.
+  const child = spawnServer({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', MAX_EVENT_LOOP_DELAY: '60s', ...env })
   const logs: Record<string, unknown>[] = []
   const lines = readline.createInterface({ input: child.stdout! })
   const url = await new Promise<string>((resolve, reject) => {

@@ -1,4 +1,5 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import { spawnSync } from 'node:child_process'
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
@@ -34,7 +35,14 @@ const appConnections = async (app: FastifyInstance) => {
   return Number(rows[0]!.n)
 }
 
-t.test('database stopped: 503 with Retry-After within 3 s, live but not ready; started again: 2xx within 5 s', async t => {
+/** The processes of a running PostgreSQL: the postmaster and its children. */
+async function serverProcesses (server: EmbeddedPostgres): Promise<number[]> {
+  const postmaster = Number((await readFile(path.join(server.pgdata, 'postmaster.pid'), 'utf8')).split('\n')[0])
+  const children = spawnSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number)
+  return [postmaster, ...children]
+}
+
+t.test('database stopped, then frozen: 503 with Retry-After in time, live but not ready; back: 2xx within 5 s', async t => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-fault-'))
   await chmod(dataDir, 0o755)
   const server = new EmbeddedPostgres(dataDir)
@@ -43,7 +51,8 @@ t.test('database stopped: 503 with Retry-After within 3 s, live but not ready; s
     await server.stop()
     await rm(dataDir, { recursive: true, force: true })
   })
-  const app = await buildApp(t, testConfig(server.connection, { dbPoolMax: POOL_MAX }))
+  const config = testConfig(server.connection, { dbPoolMax: POOL_MAX })
+  const app = await buildApp(t, { ...config, timeouts: { ...config.timeouts, handler: 1_500 } })
   t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
 
   await server.stop()
@@ -60,6 +69,21 @@ t.test('database stopped: 503 with Retry-After within 3 s, live but not ready; s
   await Promise.all(Array.from({ length: 20 }, () => app.inject({ url: '/students' })))
   t.ok(await appConnections(app) <= POOL_MAX, 'never more connections than the pool holds')
   t.equal((await app.inject({ url: '/students' })).json().length, 1, 'the POST answered 503 wrote nothing')
+
+  // Every process of the server stopped (SIGSTOP): connections hang rather than fail.
+  const frozen = await serverProcesses(server)
+  for (const pid of frozen) process.kill(pid, 'SIGSTOP')
+  try {
+    const answers = await Promise.all([1, 2, 3].map(() => timed(app.inject({ url: '/students/1' }))))
+    for (const [res, ms] of answers) {
+      t.equal(res.statusCode, 503, 'frozen')
+      t.equal(res.headers['retry-after'], '5')
+      t.ok(ms < 3_000, `answered in ${ms} ms`)
+    }
+  } finally {
+    for (const pid of frozen) process.kill(pid, 'SIGCONT')
+  }
+  t.ok(await within(5_000, async () => (await app.inject({ url: '/students/1' })).statusCode === 200), 'serving again within 5 s of SIGCONT')
 })
 
 t.test('database frozen: 503 with Retry-After within the handler timeout; thawed: serving again', async t => {

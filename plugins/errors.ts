@@ -4,8 +4,8 @@ import type { FastifyError, FastifyReply, FastifySchemaValidationError } from 'f
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { InvalidFields } from '../lib/invalid-fields.js'
 
-/** Seconds a client should wait before retrying when the database is out of reach. */
-const RETRY_AFTER_SECONDS = 5
+/** Seconds a client should wait before retrying a 503 (database out of reach, timeout, overload). */
+export const RETRY_AFTER_SECONDS = 5
 
 // Error codes of node's sockets (ENOENT: a Unix socket that is gone with its server) and of
 // PostgreSQL (class 08: connection exception, 53300: too many connections, 57P0x: server

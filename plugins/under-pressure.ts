@@ -1,9 +1,6 @@
 import fp from 'fastify-plugin'
 import underPressure from '@fastify/under-pressure'
-import { sendError } from './errors.js'
-
-/** Seconds an overloaded instance asks clients (and load balancers) to wait. */
-const RETRY_AFTER_SECONDS = 5
+import { RETRY_AFTER_SECONDS, sendError } from './errors.js'
 
 /**
  * Load shedding: while the event loop lags past MAX_EVENT_LOOP_DELAY, new requests are

@@ -73,3 +73,13 @@ export async function buildApp (t: Test, config: Config): Promise<FastifyInstanc
 export async function build (t: Test, overrides: Partial<Config> = {}): Promise<FastifyInstance> {
   return buildApp(t, testConfig(await createDatabase(t), overrides))
 }
+
+/** Whether `check` comes true within `ms` milliseconds, asking every 20 ms. */
+export async function within (ms: number, check: () => Promise<boolean> | boolean): Promise<boolean> {
+  const deadline = Date.now() + ms
+  while (Date.now() < deadline) {
+    if (await check()) return true
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+  return check()
+}

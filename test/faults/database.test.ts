@@ -6,22 +6,13 @@ import t from 'tap'
 import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
 import { EmbeddedPostgres } from '../../lib/embedded-postgres.js'
-import { build, buildApp, createDatabase, testConfig } from '../helper.js'
+import { build, buildApp, createDatabase, testConfig, within } from '../helper.js'
 import { ada } from '../routes/students/fixtures.js'
 import { bearer, userWithRoles } from '../routes/api/accounts.js'
 import { databaseProxy } from './database-proxy.js'
 
 const POOL_MAX = 3
 
-/** Whether `check` comes true within `ms` milliseconds, asking every 50 ms. */
-async function within (ms: number, check: () => Promise<boolean>): Promise<boolean> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (await check()) return true
-    await new Promise(resolve => setTimeout(resolve, 50))
-  }
-  return check()
-}
 
 async function timed<T> (work: Promise<T>): Promise<[T, number]> {
   const started = Date.now()

@@ -1,18 +1,10 @@
 import t from 'tap'
-import { databaseEnv, sleep, startServer, type ServerProcess } from './process.js'
+import { within } from '../helper.js'
+import { databaseEnv, startServer, type ServerProcess } from './process.js'
 
 const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
 const PASSWORD = 'correct horse battery'
 
-/** Whether `check` comes true within `ms` milliseconds. */
-async function within (ms: number, check: () => Promise<boolean>): Promise<boolean> {
-  const deadline = Date.now() + ms
-  while (Date.now() < deadline) {
-    if (await check()) return true
-    await sleep(20)
-  }
-  return check()
-}
 
 t.test('two instances on two ports, one database: a logout through one holds on the other within a second; rate limits are shared', async t => {
   const env = { ...await databaseEnv(t), AUTH_RATE_LIMIT_EMAIL: '4' }

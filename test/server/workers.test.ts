@@ -1,21 +1,18 @@
 import { once } from 'node:events'
+import http from 'node:http'
 import t from 'tap'
+import { within } from '../helper.js'
 import { databaseEnv, sleep, startServer, type ServerProcess } from './process.js'
 
 /** The pids of the workers that said they listen, in order. */
 const listeningWorkers = (server: ServerProcess) =>
   server.logs.filter(entry => typeof entry.msg === 'string' && entry.msg.startsWith('Server listening at')).map(entry => entry.pid as number)
 
-async function until (check: () => boolean, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms
-  while (!check() && Date.now() < deadline) await sleep(50)
-  return check()
-}
 
 t.test('WORKERS=2: two processes on one port; a worker that dies is replaced; SIGTERM stops them all', async t => {
   const server = await startServer({ ...await databaseEnv(t), WORKERS: '2' })
   t.teardown(() => server.process.kill('SIGKILL'))
-  t.ok(await until(() => listeningWorkers(server).length === 2, 15_000), 'both workers listen')
+  t.ok(await within(15_000, () => listeningWorkers(server).length === 2), 'both workers listen')
   const [first, second] = listeningWorkers(server) as [number, number]
   t.not(first, second)
   t.equal(new Set(server.logs.filter(entry => String(entry.msg).startsWith('Server listening at')).map(entry => entry.msg)).size, 1, 'on the same address')
@@ -27,7 +24,7 @@ t.test('WORKERS=2: two processes on one port; a worker that dies is replaced; SI
 
   process.kill(first, 'SIGKILL')
   t.equal((await fetch(`${server.url}/students/1`)).status, 200, 'the other worker serves meanwhile')
-  t.ok(await until(() => listeningWorkers(server).length === 3, 15_000), 'a new worker replaces the dead one')
+  t.ok(await within(15_000, () => listeningWorkers(server).length === 3), 'a new worker replaces the dead one')
   t.ok(server.logs.some(entry => entry.msg === 'a worker stopped; starting another' && entry.worker === first))
 
   // Another worker dies, and SIGTERM comes before its replacement would start: none starts.
@@ -50,7 +47,7 @@ t.test('WORKERS=2 where the workers cannot start: the primary exits 1', async t 
 t.test('WORKERS=2: a worker that does not stop in time is killed, and the primary exits 1', async t => {
   const server = await startServer({ ...await databaseEnv(t), WORKERS: '2' })
   t.teardown(() => server.process.kill('SIGKILL'))
-  t.ok(await until(() => listeningWorkers(server).length === 2, 15_000))
+  t.ok(await within(15_000, () => listeningWorkers(server).length === 2))
   const [hung] = listeningWorkers(server) as [number]
   process.kill(hung, 'SIGSTOP')
   const exited = once(server.process, 'exit')
@@ -61,5 +58,22 @@ t.test('WORKERS=2: a worker that does not stop in time is killed, and the primar
   t.equal(code, 1)
   t.ok(server.logs.some(entry => entry.msg === 'the workers did not stop in time'))
   const gone = (pid: number) => { try { process.kill(pid, 0); return false } catch { return true } }
-  t.ok(await until(() => gone(hung), 2_000), 'the hung worker is gone')
+  t.ok(await within(2_000, () => gone(hung)), 'the hung worker is gone')
+})
+
+t.test('WORKERS=2: a worker whose request outlasts SHUTDOWN_GRACE exits 1, and so does the primary', async t => {
+  const server = await startServer({ ...await databaseEnv(t), WORKERS: '2', SHUTDOWN_GRACE: '1s' })
+  t.teardown(() => server.process.kill('SIGKILL'))
+  t.ok(await within(15_000, () => listeningWorkers(server).length === 2))
+  // A body that never comes: the worker holding it cannot finish.
+  const req = http.request(`${server.url}/students`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': 100 } })
+  req.on('error', () => {})
+  req.write('{"name":')
+  await sleep(200)
+  const exited = once(server.process, 'exit')
+  server.process.kill('SIGTERM')
+  const [code] = await exited
+  t.equal(code, 1)
+  t.ok(server.logs.some(entry => entry.msg === 'in-flight requests did not finish in time'), 'the worker gave up on it')
+  t.notOk(server.logs.some(entry => entry.msg === 'the workers did not stop in time'), 'before the primary had to kill it')
 })

@@ -1,7 +1,7 @@
 import t from 'tap'
 import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
-import { build, buildApp, createDatabase, testConfig } from '../../helper.js'
+import { build, buildApp, createDatabase, testConfig, within } from '../../helper.js'
 import { databaseProxy } from '../../faults/database-proxy.js'
 import { sleep } from '../../server/process.js'
 import { LISTENER_NAME } from '../../../plugins/caller-cache.js'
@@ -16,15 +16,6 @@ function tokenChecks (app: FastifyInstance): () => number {
   return () => count
 }
 
-/** Whether `check` comes true within `ms` milliseconds, asking every 10 ms. */
-async function within (ms: number, check: () => Promise<boolean> | boolean): Promise<boolean> {
-  const deadline = Date.now() + ms
-  do {
-    if (await check()) return true
-    await new Promise(resolve => setTimeout(resolve, 10))
-  } while (Date.now() < deadline)
-  return check()
-}
 
 const status = async (app: FastifyInstance, url: string, token: string) =>
   (await app.inject({ url, headers: bearer(token) })).statusCode

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import type { Client, ClientInput } from '../routes/api/(authenticated)/clients/schema.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
+import { prepare } from '../lib/prepared-query.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,15 +14,20 @@ const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'ema
 
 function createClientsRepository (knex: Knex) {
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
+  const queries = {
+    list: prepare<[after: number, limit: number], Client>(knex, 'clients.list', (after, limit) =>
+      live(knex).select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit)),
+    find: prepare<[id: number], Client>(knex, 'clients.find', id => live(knex).select(COLUMNS).where({ id }).first())
+  }
 
   return {
     async list ({ limit, after }: Page, trx: Knex = knex): Promise<Client[]> {
-      return live(trx).select(COLUMNS).where('id', '>', after ?? 0).orderBy('id').limit(limit + 1).options({ name: 'clients.list' })
+      return (await queries.list([after ?? 0, limit + 1], trx)).rows
     },
 
     async find (id: number, trx: Knex = knex): Promise<Client | undefined> {
       if (id > MAX_ID) return undefined
-      return live(trx).select(COLUMNS).where({ id }).first().options({ name: 'clients.find' })
+      return (await queries.find([id], trx)).rows[0]
     },
 
     async create (input: ClientInput, trx: Knex = knex): Promise<Client> {

@@ -5,6 +5,7 @@ import { uniqueConflict } from '../lib/db-errors.js'
 import type { User } from '../routes/api/(authenticated)/users/schema.js'
 import { ADMIN_ROLE } from './roles-repository.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
+import { prepare } from '../lib/prepared-query.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +14,8 @@ declare module 'fastify' {
 }
 
 export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[] }
+export interface Profile { id: number, name: string, email: string, roles: string[], permissions: string[], created_at: string, updated_at: string }
+interface Credentials { id: number, password: string, token_generation: number }
 export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
 
 function createUsersRepository (knex: Knex, cache: CallerCache, conflict: (message: string) => Error) {
@@ -22,6 +25,20 @@ function createUsersRepository (knex: Knex, cache: CallerCache, conflict: (messa
       (select json_agg(json_build_object('id', r.id, 'name', r.name) order by r.id)
        from user_roles ur join roles r on r.id = ur.role_id
        where ur.user_id = u.id), '[]') as roles`))
+
+  const queries = {
+    credentials: prepare<[email: string], Credentials>(knex, 'users.credentials', email =>
+      live(knex).select('u.id', 'u.password', 'u.token_generation').whereRaw('lower(u.email) = lower(?)', [email]).first()),
+    profile: prepare<[id: number], Profile>(knex, 'users.profile', id => live(knex).where('u.id', id).first(
+      'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
+      knex.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
+               where ur.user_id = u.id order by r.name) as roles`),
+      knex.raw(`array(select distinct p.name from user_roles ur
+               join role_permissions rp on rp.role_id = ur.role_id
+               join permissions p on p.id = rp.permission_id
+               where ur.user_id = u.id order by p.name) as permissions`)
+    ))
+  }
 
   const emailTaken = (error: unknown, email: string | undefined) =>
     uniqueConflict(error, 'users_email_unique', () => conflict(`The e-mail address ${email} is taken`))
@@ -42,21 +59,14 @@ function createUsersRepository (knex: Knex, cache: CallerCache, conflict: (messa
     },
 
     /** What login needs of the user with this address, if there is one. */
-    async findCredentials (email: string, trx: Knex = knex): Promise<{ id: number, password: string, token_generation: number } | undefined> {
-      return live(trx).select('u.id', 'u.password', 'u.token_generation').whereRaw('lower(u.email) = lower(?)', [email]).first()
+    /** What login needs of the user with this address, if there is one. */
+    async findCredentials (email: string, trx: Knex = knex): Promise<Credentials | undefined> {
+      return (await queries.credentials([email], trx)).rows[0]
     },
 
     /** The caller as the profile shows them: role and permission names. */
-    async profile (id: number, trx: Knex = knex) {
-      return live(trx).where('u.id', id).first(
-        'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
-        trx.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
-                 where ur.user_id = u.id order by r.name) as roles`),
-        trx.raw(`array(select distinct p.name from user_roles ur
-                 join role_permissions rp on rp.role_id = ur.role_id
-                 join permissions p on p.id = rp.permission_id
-                 where ur.user_id = u.id order by p.name) as permissions`)
-      ).options({ name: 'users.profile' }) as Promise<{ id: number, name: string, email: string, roles: string[], permissions: string[], created_at: string, updated_at: string } | undefined>
+    async profile (id: number, trx: Knex = knex): Promise<Profile | undefined> {
+      return (await queries.profile([id], trx)).rows[0]
     },
 
     async create (user: NewUser, trx: Knex): Promise<User & { token_generation: number }> {

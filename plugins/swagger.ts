@@ -36,6 +36,6 @@ export default fp(async (fastify) => {
     // Shared schemas become components named by their $id (every one has one), not def-0, def-1, ...
     refResolver: { buildLocalReference: json => String(json.$id) }
   })
-  // Its own CSP on its page, with the hashes of the page's inline scripts (helmet's would refuse them).
+  // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true })
 }, { name: 'swagger', dependencies: ['schemas'] })

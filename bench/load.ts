@@ -57,17 +57,27 @@ export async function load (url: string, next: () => Request, seconds: number, c
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
-/** A warm-up run, then `repeat` runs; the median of each figure, errors summed. */
-export async function measure (url: string, next: () => Request, opts: { seconds: number, warmup: number, repeat: number, connections: number, pid: number }): Promise<Figures> {
-  if (opts.warmup > 0) await load(url, next, opts.warmup, opts.connections, opts.pid)
-  const runs: Figures[] = []
-  for (let i = 0; i < opts.repeat; i++) runs.push(await load(url, next, opts.seconds, opts.connections, opts.pid))
-  return {
-    requestsPerSecond: median(runs.map(r => r.requestsPerSecond)),
-    p50: median(runs.map(r => r.p50)),
-    p99: median(runs.map(r => r.p99)),
-    errors: runs.reduce((sum, r) => sum + r.errors, 0),
-    non2xx: runs.reduce((sum, r) => sum + r.non2xx, 0),
-    peakRssMb: Math.max(...runs.map(r => r.peakRssMb))
+/**
+ * A warm-up run on each target, then `repeat` rounds of one run on each target in turn, so
+ * that the machine's drift over minutes falls on every target alike; per target, the median
+ * of each figure, errors summed.
+ */
+export async function measure (
+  targets: { url: string, pid: number }[],
+  next: () => Request,
+  opts: { seconds: number, warmup: number, repeat: number, connections: number }
+): Promise<Figures[]> {
+  if (opts.warmup > 0) for (const { url, pid } of targets) await load(url, next, opts.warmup, opts.connections, pid)
+  const runs: Figures[][] = targets.map(() => [])
+  for (let i = 0; i < opts.repeat; i++) {
+    for (const [t, { url, pid }] of targets.entries()) runs[t]!.push(await load(url, next, opts.seconds, opts.connections, pid))
   }
+  return runs.map(figures => ({
+    requestsPerSecond: median(figures.map(r => r.requestsPerSecond)),
+    p50: median(figures.map(r => r.p50)),
+    p99: median(figures.map(r => r.p99)),
+    errors: figures.reduce((sum, r) => sum + r.errors, 0),
+    non2xx: figures.reduce((sum, r) => sum + r.non2xx, 0),
+    peakRssMb: Math.max(...figures.map(r => r.peakRssMb))
+  }))
 }

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import type { Client, ClientInput } from '../routes/api/(authenticated)/clients/schema.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
-import { prepare } from '../lib/prepared-query.js'
+import { prepare, type Database } from '../lib/prepared-query.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -12,12 +12,13 @@ declare module 'fastify' {
 
 const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const
 
-function createClientsRepository (knex: Knex) {
+function createClientsRepository (database: Database) {
+  const { knex } = database
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
   const queries = {
-    list: prepare<[after: number, limit: number], Client>(knex, 'clients.list', (after, limit) =>
+    list: prepare<[after: number, limit: number], Client>(database, 'clients.list', (after, limit) =>
       live(knex).select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit)),
-    find: prepare<[id: number], Client>(knex, 'clients.find', id => live(knex).select(COLUMNS).where({ id }).first())
+    find: prepare<[id: number], Client>(database, 'clients.find', id => live(knex).select(COLUMNS).where({ id }).first())
   }
 
   return {
@@ -52,5 +53,5 @@ function createClientsRepository (knex: Knex) {
 
 /** Data access for the clients table. */
 export default fp(async (fastify) => {
-  fastify.decorate('clientsRepository', createClientsRepository(fastify.knex))
+  fastify.decorate('clientsRepository', createClientsRepository({ knex: fastify.knex, pool: fastify.pgPool }))
 }, { name: 'clients-repository', dependencies: ['knex'] })

@@ -18,8 +18,9 @@ const UNAVAILABLE_CODES = new Set([
 function isDatabaseUnavailable (error: FastifyError): boolean {
   return error.name === 'KnexTimeoutError' ||
     UNAVAILABLE_CODES.has(error.code) ||
-    // pg's own errors for a connection lost, which knex prefixes with the SQL.
-    /Connection terminated|Connection ended unexpectedly|connection error and is not queryable/.test(error.message)
+    // pg's own errors for a connection lost (which knex prefixes with the SQL), and pg's pool's
+    // for no free connection in time.
+    /Connection terminated|Connection ended unexpectedly|connection error and is not queryable|timeout exceeded when trying to connect/.test(error.message)
 }
 
 /** `{ "email": ["must match format \"email\""] }` from ajv's errors. */

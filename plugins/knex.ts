@@ -6,6 +6,8 @@ import { knexConfig } from '../lib/knex-config.js'
 declare module 'fastify' {
   interface FastifyInstance {
     knex: Knex
+    /** The pool of the prepared queries of the hot paths (lib/prepared-query.ts). */
+    pgPool: pg.Pool
   }
 }
 
@@ -28,11 +30,20 @@ async function migrate (db: Knex, connection: pg.ClientConfig): Promise<void> {
   }
 }
 
-/** The database connection pool, migrated to the latest schema before the app serves. */
+/**
+ * The database connection pools, knex's and a plain `pg` pool on the same settings, each of
+ * DB_POOL_MAX connections; migrated to the latest schema before the app serves.
+ */
 export default fp(async (fastify) => {
   const config = knexConfig(fastify.config)
+  const connection = config.connection as pg.ClientConfig
   const db = knex(config)
+  // Waiting for a free connection is bounded as knex's acquiring is.
+  const pool = new pg.Pool({ ...connection, max: fastify.config.dbPoolMax, connectionTimeoutMillis: fastify.config.timeouts.dbAcquire })
+  // An idle connection that the server closes is dropped from the pool; without a listener it would end the process.
+  pool.on('error', error => fastify.log.warn({ err: error }, 'idle database connection lost'))
   fastify.decorate('knex', db)
-  fastify.addHook('onClose', async () => db.destroy())
-  await migrate(db, config.connection as pg.ClientConfig)
+  fastify.decorate('pgPool', pool)
+  fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
+  await migrate(db, connection)
 }, { name: 'knex', dependencies: ['config'] })

@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import { uniqueConflict } from '../lib/db-errors.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
-import { prepare } from '../lib/prepared-query.js'
+import { prepare, type Database } from '../lib/prepared-query.js'
 import type { Student, StudentInput } from '../schemas/students.js'
 
 declare module 'fastify' {
@@ -13,14 +13,15 @@ declare module 'fastify' {
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
 
-function createStudentsRepository (knex: Knex, conflict: (message: string) => Error) {
+function createStudentsRepository (database: Database, conflict: (message: string) => Error) {
+  const { knex } = database
   const queries = {
-    list: prepare<[after: number, limit: number], Student>(knex, 'students.list', (after, limit) =>
+    list: prepare<[after: number, limit: number], Student>(database, 'students.list', (after, limit) =>
       knex('students').select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit)),
-    find: prepare<[id: number], Student>(knex, 'students.find', id => knex('students').select(COLUMNS).where({ id }).first()),
-    create: prepare<[age: number, dob: string, email: string, name: string], Student>(knex, 'students.create', (age, dob, email, name) =>
+    find: prepare<[id: number], Student>(database, 'students.find', id => knex('students').select(COLUMNS).where({ id }).first()),
+    create: prepare<[age: number, dob: string, email: string, name: string], Student>(database, 'students.create', (age, dob, email, name) =>
       knex('students').insert({ age, dob, email, name }).returning(COLUMNS)),
-    remove: prepare<[id: number], never>(knex, 'students.remove', id => knex('students').where({ id }).delete())
+    remove: prepare<[id: number], never>(database, 'students.remove', id => knex('students').where({ id }).delete())
   }
   const emailTakenOr = (error: unknown, email: string | undefined) =>
     uniqueConflict(error, 'students_email_unique', () => conflict(`A student with e-mail ${email} already exists`))
@@ -67,5 +68,5 @@ function createStudentsRepository (knex: Knex, conflict: (message: string) => Er
 
 /** Data access for the students table, shared by both variants of the student routes. */
 export default fp(async (fastify) => {
-  fastify.decorate('studentsRepository', createStudentsRepository(fastify.knex, message => fastify.httpErrors.conflict(message)))
+  fastify.decorate('studentsRepository', createStudentsRepository({ knex: fastify.knex, pool: fastify.pgPool }, message => fastify.httpErrors.conflict(message)))
 }, { name: 'students-repository', dependencies: ['knex', 'sensible'] })

@@ -5,7 +5,7 @@ import { uniqueConflict } from '../lib/db-errors.js'
 import type { User } from '../routes/api/(authenticated)/users/schema.js'
 import { ADMIN_ROLE } from './roles-repository.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
-import { prepare } from '../lib/prepared-query.js'
+import { prepare, type Database } from '../lib/prepared-query.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -18,7 +18,8 @@ export interface Profile { id: number, name: string, email: string, roles: strin
 interface Credentials { id: number, password: string, token_generation: number }
 export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
 
-function createUsersRepository (knex: Knex, cache: CallerCache, conflict: (message: string) => Error) {
+function createUsersRepository (database: Database, cache: CallerCache, conflict: (message: string) => Error) {
+  const { knex } = database
   const live = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
   const select = (trx: Knex) => live(trx)
     .select('u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
@@ -27,9 +28,9 @@ function createUsersRepository (knex: Knex, cache: CallerCache, conflict: (messa
        where ur.user_id = u.id), '[]') as roles`))
 
   const queries = {
-    credentials: prepare<[email: string], Credentials>(knex, 'users.credentials', email =>
+    credentials: prepare<[email: string], Credentials>(database, 'users.credentials', email =>
       live(knex).select('u.id', 'u.password', 'u.token_generation').whereRaw('lower(u.email) = lower(?)', [email]).first()),
-    profile: prepare<[id: number], Profile>(knex, 'users.profile', id => live(knex).where('u.id', id).first(
+    profile: prepare<[id: number], Profile>(database, 'users.profile', id => live(knex).where('u.id', id).first(
       'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
       knex.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
                where ur.user_id = u.id order by r.name) as roles`),
@@ -131,5 +132,5 @@ function createUsersRepository (knex: Knex, cache: CallerCache, conflict: (messa
 
 /** Data access for users and their roles. Password hashes never leave it but for login. */
 export default fp(async (fastify) => {
-  fastify.decorate('usersRepository', createUsersRepository(fastify.knex, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
+  fastify.decorate('usersRepository', createUsersRepository({ knex: fastify.knex, pool: fastify.pgPool }, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
 }, { name: 'users-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

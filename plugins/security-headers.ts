@@ -3,9 +3,9 @@ import fp from 'fastify-plugin'
 /**
  * The security headers that matter for a JSON API (OWASP's REST Security Cheat Sheet): no
  * content sniffing, no framing, HTTPS only, and a policy that lets an answer load nothing
- * if a browser ever renders one. helmet's full set is meant for HTML pages; its other
- * headers tripled the size of a student's answer (337 → 1,001 bytes) for no protection
- * an API needs. The documentation page sets a policy of its own for its scripts.
+ * if a browser ever renders one. helmet's full set is meant for HTML pages: with it a
+ * student's answer took 1,001 bytes, with these 557, for no protection an API needs.
+ * The documentation page sets a policy of its own for its scripts.
  */
 const HEADERS = {
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",

@@ -60,7 +60,6 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
     },
 
     /** What login needs of the user with this address, if there is one. */
-    /** What login needs of the user with this address, if there is one. */
     async findCredentials (email: string, trx: Knex = knex): Promise<Credentials | undefined> {
       return (await queries.credentials([email], trx)).rows[0]
     },

@@ -24,7 +24,6 @@ export function serverOptions (config: Config): FastifyServerOptions {
     bodyLimit: 32 * 1024,
     requestTimeout: config.timeouts.request,
     connectionTimeout: config.timeouts.request,
-    handlerTimeout: config.timeouts.handler,
     keepAliveTimeout: config.timeouts.keepAlive,
     return503OnClosing: true,
     forceCloseConnections: 'idle',

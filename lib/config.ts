@@ -39,6 +39,8 @@ export interface Timeouts {
   dbIdleInTransaction: number
   /** Event-loop lag past which requests are shed with 503 (overload). */
   maxEventLoopDelay: number
+  /** A request answered slower than this is logged, as a warning. */
+  slowRequest: number
 }
 
 export interface AuthConfig {
@@ -212,7 +214,8 @@ export function loadConfig (env: Env = process.env): Config {
       dbAcquire: milliseconds(env, 'DB_ACQUIRE_TIMEOUT', 2_000),
       dbStatement: milliseconds(env, 'DB_STATEMENT_TIMEOUT', 10_000),
       dbIdleInTransaction: milliseconds(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT', 10_000),
-      maxEventLoopDelay: milliseconds(env, 'MAX_EVENT_LOOP_DELAY', 1_000)
+      maxEventLoopDelay: milliseconds(env, 'MAX_EVENT_LOOP_DELAY', 1_000),
+      slowRequest: milliseconds(env, 'SLOW_REQUEST', 1_000)
     }
   }
 }

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { FastifyError, FastifyReply, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { InvalidFields } from '../lib/invalid-fields.js'
+import { HandlerTimeoutError } from './request-timing.js'
 
 /** Seconds a client should wait before retrying a 503 (database out of reach, timeout, overload). */
 export const RETRY_AFTER_SECONDS = 5
@@ -74,7 +75,7 @@ export default fp(async (fastify) => {
       request.log.info({ validation: data }, 'invalid request')
       return sendError(reply, 400, `Invalid ${PARTS[context]}: ${summary}`, data)
     }
-    if (error.code === 'FST_ERR_HANDLER_TIMEOUT') {
+    if (error instanceof HandlerTimeoutError) {
       request.log.error({ err: error }, 'request timed out')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'The request took too long; try again later')

@@ -32,7 +32,7 @@ t.test('defaults, with the embedded database', async t => {
     },
     timeouts: {
       request: 30_000, handler: 15_000, keepAlive: 72_000, shutdownGrace: 10_000,
-      dbConnect: 2_000, dbAcquire: 2_000, dbStatement: 10_000, dbIdleInTransaction: 10_000, maxEventLoopDelay: 1_000
+      dbConnect: 2_000, dbAcquire: 2_000, dbStatement: 10_000, dbIdleInTransaction: 10_000, maxEventLoopDelay: 1_000, slowRequest: 1_000
     }
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
@@ -76,11 +76,12 @@ t.test('authentication settings', async t => {
 t.test('time limits take milliseconds, seconds or minutes', async t => {
   const { timeouts } = loadConfig({
     DB_HOST: 'db', JWT_SECRET: SECRET, REQUEST_TIMEOUT: '1m', HANDLER_TIMEOUT: '5', KEEP_ALIVE_TIMEOUT: '65s', SHUTDOWN_GRACE: '20s',
-    DB_CONNECT_TIMEOUT: '500ms', DB_ACQUIRE_TIMEOUT: '1s', DB_STATEMENT_TIMEOUT: '30s', DB_IDLE_IN_TRANSACTION_TIMEOUT: '2m', MAX_EVENT_LOOP_DELAY: '250ms'
+    DB_CONNECT_TIMEOUT: '500ms', DB_ACQUIRE_TIMEOUT: '1s', DB_STATEMENT_TIMEOUT: '30s', DB_IDLE_IN_TRANSACTION_TIMEOUT: '2m', MAX_EVENT_LOOP_DELAY: '250ms',
+    SLOW_REQUEST: '300ms'
   })
   t.same(timeouts, {
     request: 60_000, handler: 5_000, keepAlive: 65_000, shutdownGrace: 20_000,
-    dbConnect: 500, dbAcquire: 1_000, dbStatement: 30_000, dbIdleInTransaction: 120_000, maxEventLoopDelay: 250
+    dbConnect: 500, dbAcquire: 1_000, dbStatement: 30_000, dbIdleInTransaction: 120_000, maxEventLoopDelay: 250, slowRequest: 300
   })
 })
 

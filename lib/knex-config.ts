@@ -1,20 +1,8 @@
-import pg from 'pg'
 import type { Knex } from 'knex'
 import type { Config } from './config.js'
 import { EmbeddedPostgres } from './embedded-postgres.js'
 import { migrationSource } from './migrations.js'
-
-const { builtins, getTypeParser } = pg.types
-const parseTimestamp = getTypeParser(builtins.TIMESTAMPTZ)
-
-/** Dates stay `YYYY-MM-DD` text and timestamps become ISO 8601 UTC strings, whatever the time zones. */
-const types = {
-  getTypeParser (oid: number, format?: string) {
-    if (oid === builtins.DATE) return (value: string) => value
-    if (oid === builtins.TIMESTAMPTZ) return (value: string) => parseTimestamp(value).toISOString()
-    return getTypeParser(oid, format as 'text')
-  }
-}
+import { SESSION_OPTIONS, types } from './pg-types.js'
 
 /** The knex settings of the service, shared by the knex plugin and the knex CLI. */
 export function knexConfig (config: Config): Knex.Config {
@@ -24,6 +12,7 @@ export function knexConfig (config: Config): Knex.Config {
     connection: {
       ...db,
       types,
+      options: SESSION_OPTIONS,
       application_name: 'student-records-api',
       // A database that is down or overloaded makes requests fail fast with 503, not hang.
       connectionTimeoutMillis: config.timeouts.dbConnect,

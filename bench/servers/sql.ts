@@ -1,6 +1,7 @@
 // The SQL the service's knex queries produce for the benchmarked student routes, so that
 // the ceiling and the peer run exactly the same statements.
 import pg from 'pg'
+import { SESSION_OPTIONS, types } from '../../lib/pg-types.js'
 
 const COLUMNS = '"id", "name", "email", "age", "dob", "created_at", "updated_at"'
 
@@ -10,10 +11,7 @@ export const SQL = {
   insert: `insert into "students" ("age", "dob", "email", "name") values ($1, $2, $3, $4) returning ${COLUMNS}`
 }
 
-const { builtins, getTypeParser } = pg.types
-const parseTimestamp = getTypeParser(builtins.TIMESTAMPTZ)
-
-/** A pool on the database of DB_HOST … DB_PASSWORD, returning dates and timestamps as the service does. */
+/** A pool on the database of DB_HOST … DB_PASSWORD, with the service's session and type parsers. */
 export function pool (): pg.Pool {
   return new pg.Pool({
     host: process.env.DB_HOST,
@@ -22,12 +20,7 @@ export function pool (): pg.Pool {
     user: process.env.DB_USER,
     password: process.env.DB_PASSWORD,
     max: Number(process.env.DB_POOL_MAX ?? 10),
-    types: {
-      getTypeParser (oid: number, format?: string) {
-        if (oid === builtins.DATE) return (value: string) => value
-        if (oid === builtins.TIMESTAMPTZ) return (value: string) => parseTimestamp(value).toISOString()
-        return getTypeParser(oid, format as 'text')
-      }
-    }
+    options: SESSION_OPTIONS,
+    types
   })
 }

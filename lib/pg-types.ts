@@ -1,0 +1,42 @@
+import pg from 'pg'
+
+const { builtins, getTypeParser } = pg.types
+const parseTimestamp = getTypeParser(builtins.TIMESTAMPTZ)
+
+/**
+ * What every connection asks of the server: timestamps written in UTC and dates as
+ * `YYYY-MM-DD`, whatever the server's or the database's settings.
+ */
+export const SESSION_OPTIONS = '-c TimeZone=UTC -c DateStyle=ISO'
+
+const DASH = 45
+const SPACE = 32
+const DOT = 46
+
+/**
+ * A timestamptz as ISO 8601 in UTC with milliseconds. In a UTC session PostgreSQL writes
+ * `2026-11-22 09:30:00.123456+00`, which slicing turns into `2026-11-22T09:30:00.123Z`
+ * in about a tenth of the time a Date takes (a page of 100 students has 200 timestamps,
+ * and going through Date was 40 % of its CPU). Any other form (another offset, a year
+ * past 9999 or BC) goes through a Date. Fractions are cut to milliseconds, as
+ * a Date cuts them.
+ */
+export function isoTimestamp (text: string): string {
+  const length = text.length
+  if (length >= 22 && length <= 29 && text.charCodeAt(4) === DASH && text.charCodeAt(10) === SPACE && text.endsWith('+00')) {
+    const day = text.slice(0, 10)
+    const time = text.slice(11, 19)
+    if (length === 22) return `${day}T${time}.000Z`
+    if (length > 23 && text.charCodeAt(19) === DOT) return `${day}T${time}.${(text.slice(20, length - 3) + '00').slice(0, 3)}Z`
+  }
+  return (parseTimestamp(text) as Date).toISOString()
+}
+
+/** Dates stay `YYYY-MM-DD` text and timestamps become ISO 8601 UTC strings, whatever the time zones. */
+export const types = {
+  getTypeParser (oid: number, format?: string) {
+    if (oid === builtins.DATE) return (value: string) => value
+    if (oid === builtins.TIMESTAMPTZ) return isoTimestamp
+    return getTypeParser(oid, format as 'text')
+  }
+}

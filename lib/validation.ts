@@ -3,9 +3,23 @@ import addFormats from 'ajv-formats'
 import type { FastifySchemaValidationError } from 'fastify'
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js'
 
-/** The last day that has begun somewhere on Earth (UTC+14), as `YYYY-MM-DD`. */
-export function latestToday (): string {
-  return new Date(Date.now() + 14 * 3600_000).toISOString().slice(0, 10)
+const UTC_PLUS_14 = 14 * 3600_000
+const DAY = 86_400_000
+let today = ''
+/** When `today` began in UTC+14, in ms since the epoch. */
+let todayBegan = Number.NaN
+
+/**
+ * The last day that has begun somewhere on Earth (UTC+14), as `YYYY-MM-DD`. Worked out once
+ * a day rather than on every validated date, where the Date it took was 2 % of a POST's CPU.
+ */
+export function latestToday (now = Date.now()): string {
+  if (!(now >= todayBegan && now < todayBegan + DAY)) {
+    const shifted = now + UTC_PLUS_14
+    todayBegan = shifted - shifted % DAY - UTC_PLUS_14
+    today = new Date(shifted).toISOString().slice(0, 10)
+  }
+  return today
 }
 
 function createAjv (options: Options): Ajv {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { VerifiedTokens } from '../lib/verified-tokens.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
 export interface Caller {
@@ -50,11 +51,12 @@ const BEARER = /^Bearer +([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*) *$/
  * touches (see plugins/caller-cache.ts), so that the change takes effect on the next request.
  */
 export default fp(async (fastify) => {
-  const { jwtSecret, jwtTtlSeconds } = fastify.config.auth
+  const { jwtSecret, jwtTtlSeconds, cacheSize } = fastify.config.auth
 
   await fastify.register(fastifyJwt, {
     secret: jwtSecret,
-    sign: { algorithm: 'HS256', iss: ISSUER, aud: AUDIENCE, expiresIn: jwtTtlSeconds * 1000 },
+    // @fastify/jwt reads a number as seconds.
+    sign: { algorithm: 'HS256', iss: ISSUER, aud: AUDIENCE, expiresIn: jwtTtlSeconds },
     verify: {
       algorithms: ['HS256'],
       allowedIss: ISSUER,
@@ -62,6 +64,7 @@ export default fp(async (fastify) => {
       requiredClaims: ['sub', 'jti', 'iat', 'exp', 'iss', 'aud']
     }
   })
+  const verifiedTokens = new VerifiedTokens<TokenClaims>(cacheSize)
 
   const unauthorized = (reply: FastifyReply, message: string) => {
     reply.header('www-authenticate', 'Bearer realm="api"')
@@ -77,7 +80,7 @@ export default fp(async (fastify) => {
 
     let claims: TokenClaims
     try {
-      claims = fastify.jwt.verify<TokenClaims>(token)
+      claims = verifiedTokens.claims(token, text => fastify.jwt.verify<TokenClaims>(text))
     } catch {
       throw unauthorized(reply, 'The token is invalid or has expired')
     }

@@ -77,6 +77,26 @@ t.test('every protected route refuses a missing, malformed, forged, expired or r
   }
 })
 
+/** A token's claims, unverified. */
+const claimsOf = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { iat: number, exp: number }
+
+t.test('a token lives JWT_TTL: refused once it expires, though it worked before', async t => {
+  const app = await build(t)
+  const { token: hourly } = await userWithRoles(app, ['User'])
+  t.equal(claimsOf(hourly).exp - claimsOf(hourly).iat, 3600, 'an hour by default')
+
+  const short = await build(t, { db: app.config.db, auth: { ...app.config.auth, jwtTtlSeconds: 1 } })
+  const { token } = await userWithRoles(short, ['User'])
+  const { iat, exp } = claimsOf(token)
+  t.equal(exp - iat, 1, 'JWT_TTL=1s')
+  t.equal((await short.inject({ url: '/api/clients', headers: bearer(token) })).statusCode, 200, 'valid while it lasts')
+  t.equal((await short.inject({ url: '/api/clients', headers: bearer(token) })).statusCode, 200, 'and again')
+  await new Promise(resolve => setTimeout(resolve, exp * 1000 - Date.now() + 50))
+  const res = await short.inject({ url: '/api/clients', headers: bearer(token) })
+  t.equal(res.statusCode, 401, 'refused past its exp')
+  t.equal(res.json().message, 'The token is invalid or has expired')
+})
+
 t.test('a valid token without the permission gets 403, with it 2xx', async t => {
   const app = await build(t)
   const nobody = await userWithRoles(app, [])

@@ -1,0 +1,41 @@
+import t from 'tap'
+import { Semaphore } from '../../lib/semaphore.js'
+
+/** A task that runs until released, recording that it started. */
+function gate (started: string[], name: string) {
+  let release!: (value: string) => void
+  let fail!: (error: Error) => void
+  const done = new Promise<string>((resolve, reject) => { release = resolve; fail = reject })
+  return { task: () => { started.push(name); return done }, release: () => release(name), fail: () => fail(new Error(name)) }
+}
+
+const settle = () => new Promise(resolve => setImmediate(resolve))
+
+t.test('at most `size` tasks at once, the others in turn as slots free, a failure freeing its slot too', async t => {
+  const semaphore = new Semaphore(2)
+  const started: string[] = []
+  const gates = ['a', 'b', 'c', 'd', 'e'].map(name => gate(started, name))
+  const results = gates.map(g => semaphore.run(g.task))
+  await settle()
+  t.same(started, ['a', 'b'], 'two at once')
+
+  gates[1]!.release()
+  t.equal(await results[1], 'b')
+  await settle()
+  t.same(started, ['a', 'b', 'c'], 'the first in line takes the freed slot')
+
+  gates[0]!.fail()
+  await t.rejects(results[0]!, /a/, 'a failure reaches the caller')
+  await settle()
+  t.same(started, ['a', 'b', 'c', 'd'], 'and frees its slot')
+
+  for (const g of gates.slice(2)) g.release()
+  t.same(await Promise.all(results.slice(2)), ['c', 'd', 'e'])
+
+  const later = gate(started, 'f')
+  const run = semaphore.run(later.task)
+  await settle()
+  t.equal(started.at(-1), 'f', 'all slots free again: a new task starts at once')
+  later.release()
+  await run
+})

@@ -6,7 +6,7 @@ import { knexConfig } from '../lib/knex-config.js'
 declare module 'fastify' {
   interface FastifyInstance {
     knex: Knex
-    /** The pool of the prepared queries of the hot paths (lib/prepared-query.ts). */
+    /** The pool of the prepared queries of the hot paths (lib/prepared-query.ts, the rate limits). */
     pgPool: pg.Pool
   }
 }

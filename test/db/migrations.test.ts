@@ -13,6 +13,8 @@ t.test('migrations roll back and apply again', async t => {
   t.ok(await hasStudents(), 'applied again')
   const [, pending] = await app.knex.migrate.list() as [unknown[], unknown[]]
   t.same(pending, [], 'nothing pending')
+  const { rows } = await app.knex.raw<{ rows: { relpersistence: string }[] }>("select relpersistence from pg_class where relname = 'rate_limits'")
+  t.equal(rows[0]!.relpersistence, 'u', 'the attempt counters are unlogged')
 })
 
 t.test('instances starting together on an empty database migrate it once, and all start', async t => {

@@ -29,6 +29,10 @@ export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProces
   return { process: child, url, logs }
 }
 
+/** The pids of the workers (WORKERS > 1) that said they listen, in order. */
+export const listeningWorkers = (server: ServerProcess) =>
+  server.logs.filter(entry => typeof entry.msg === 'string' && entry.msg.startsWith('Server listening at')).map(entry => entry.pid as number)
+
 /** The environment that points a server process at a fresh test database. */
 export async function databaseEnv (t: Test): Promise<NodeJS.ProcessEnv> {
   const db = await createDatabase(t)

@@ -21,12 +21,23 @@ const HIT = `
     reset_at = case when r.reset_at <= now() then excluded.reset_at else r.reset_at end
   returning key, hits, ceil(extract(epoch from reset_at - now()))::int as retry_after`
 
+/** Counters whose window has passed: a row per client IP and per address ever tried, else. */
+const SWEEP = 'delete from rate_limits where reset_at <= now()'
+
 /**
  * Attempt counters kept in PostgreSQL, so that the limits hold across instances: one
  * fixed window per key, counted and checked in a single statement.
  */
 export default fp(async (fastify) => {
   const { perEmail, windowSeconds } = fastify.config.auth.rateLimit
+
+  // Every instance sweeps, once a window (at most every 10 minutes): the delete is cheap, and
+  // a counter swept while it is counted again just starts a new window.
+  const sweep = setInterval(() => {
+    fastify.pgPool.query({ name: 'rate-limit.sweep', text: SWEEP })
+      .catch((error: unknown) => fastify.log.warn({ err: error }, 'could not sweep the expired rate-limit counters'))
+  }, Math.min(windowSeconds, 600) * 1000).unref()
+  fastify.addHook('onClose', async () => clearInterval(sweep))
 
   fastify.decorate('rateLimit', (scope: string, perIp = fastify.config.auth.rateLimit.perIp) => async (request: FastifyRequest, reply: FastifyReply) => {
     const email = (request.body as { email?: unknown } | undefined)?.email

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build } from '../../helper.js'
+import { build, within } from '../../helper.js'
 import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
 
 const JWT = /^[\w-]+\.[\w-]+\.[\w-]+$/
@@ -151,6 +151,15 @@ t.test('login and register are rate limited per IP and per e-mail address', asyn
 
   const registers = await limited.inject({ method: 'POST', url: '/api/register', payload: {}, remoteAddress: '10.0.0.9' })
   t.equal(registers.statusCode, 400, 'register counts separately from login')
+})
+
+t.test('counters whose window has passed are swept away', async t => {
+  const plain = await build(t)
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, windowSeconds: 1 } } })
+  const keys = async () => (await app.knex('rate_limits').pluck('key')).sort()
+  await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'a@example.com', password: 'wrong password' }, remoteAddress: '10.0.0.1' })
+  t.same(await keys(), ['login:email:a@example.com', 'login:ip:10.0.0.1'], 'counted')
+  t.ok(await within(5_000, async () => (await keys()).length === 0), 'gone after the window')
 })
 
 t.test('20 concurrent registrations of one address: one 201, the rest 409, one row', async t => {

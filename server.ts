@@ -26,12 +26,18 @@ if (cluster.isPrimary && config.workers > 1) {
 
 /** One server: listens until SIGTERM or SIGINT, then finishes the requests in flight. */
 async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
-  await embedded?.start()
-
   const options = serverOptions(config)
   const fastify = Fastify({ ...options, logger: forTerminal(options.logger as object) })
 
-  if (embedded) fastify.log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
+  if (embedded) {
+    try {
+      await embedded.start()
+    } catch (error) {
+      fastify.log.fatal({ err: error }, 'could not start')
+      process.exit(1)
+    }
+    fastify.log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
+  }
 
   let closing = false
   async function shutdown (signal: string) {

@@ -16,7 +16,12 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
   const log = pino(forTerminal({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } }))
   const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
   if (embedded) {
-    await embedded.start()
+    try {
+      await embedded.start()
+    } catch (error) {
+      log.fatal({ err: error }, 'could not start')
+      process.exit(1)
+    }
     log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
   }
 

@@ -1,8 +1,9 @@
 import { once } from 'node:events'
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import readline from 'node:readline'
 import t from 'tap'
 import { ada } from '../routes/students/fixtures.js'
 import { sleep, slowPost, spawnServer, startServer } from './process.js'
@@ -74,4 +75,23 @@ t.test('a port in use stops start-up and the embedded database with it', async t
   t.equal(code, 1)
   t.match(out, /EADDRINUSE.*"msg":"could not start"/)
   await t.rejects(stat(path.join(dataDir, 'postgres', 'postmaster.pid')), 'the embedded database is stopped')
+})
+
+t.test('an embedded database that cannot start stops start-up with its error, one process or several', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
+  await chmod(dataDir, 0o755)
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  // A data folder PostgreSQL cannot use: it has a version file and nothing else.
+  await mkdir(path.join(dataDir, 'postgres'), { mode: 0o777 })
+  await writeFile(path.join(dataDir, 'postgres', 'PG_VERSION'), '18\n')
+
+  for (const workers of ['1', '2']) {
+    const child = spawnServer({ ...embeddedEnv(dataDir), WORKERS: workers, PORT: '0', LOG_LEVEL: 'info' })
+    const lines: Record<string, unknown>[] = []
+    readline.createInterface({ input: child.stdout! }).on('line', line => lines.push(JSON.parse(line)))
+    const [code] = await once(child, 'exit')
+    t.equal(code, 1, `WORKERS=${workers}: exits 1`)
+    const fatal = lines.find(entry => entry.msg === 'could not start')
+    t.match(fatal, { level: 60, err: { message: /pg_ctl start/ } }, `WORKERS=${workers}: says why, in the log`)
+  }
 })

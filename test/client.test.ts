@@ -11,7 +11,7 @@ t.test('a client generated from openapi.json type-checks and runs a whole scenar
   t.pass('generated and type-checked')
 
   const server = await startServer({ ...await databaseEnv(t), REGISTER_ROLES: 'User' })
-  t.teardown(() => server.process.kill('SIGKILL'))
+  t.teardown(() => server.kill())
   const { stdout } = await run('npx', ['tsx', 'examples/client/scenario.ts', server.url])
   const steps = stdout.trim().split('\n')
   t.same(steps, [

@@ -21,7 +21,7 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
 
   const first = await startServer(embeddedEnv(dataDir))
-  t.teardown(() => first.process.kill('SIGKILL'))
+  t.teardown(() => first.kill())
   const created_admin = first.logs.find(entry => entry.msg === 'created the administrator: this password is shown once only')
   t.match(created_admin, { email: 'admin@example.com', password: String }, 'the generated admin password is printed')
   const adminLogin = await fetch(`${first.url}/api/login`, {
@@ -48,7 +48,7 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
 
   // Restarted with two workers: the primary runs the embedded database for both.
   const second = await startServer({ ...embeddedEnv(dataDir), WORKERS: '2' })
-  t.teardown(() => second.process.kill('SIGKILL'))
+  t.teardown(() => second.kill())
   t.notOk(second.logs.some(entry => entry.msg === 'created the administrator: this password is shown once only'), 'printed once only')
   const again = await fetch(`${second.url}/students/${student.id}`)
   t.same(await again.json(), student, 'data survives the restart')

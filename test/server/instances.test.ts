@@ -9,7 +9,7 @@ const PASSWORD = 'correct horse battery'
 t.test('two instances on two ports, one database: a logout through one holds on the other within a second; rate limits are shared', async t => {
   const env = { ...await databaseEnv(t), AUTH_RATE_LIMIT_EMAIL: '4' }
   const [one, other] = await Promise.all([startServer(env), startServer(env)]) as [ServerProcess, ServerProcess]
-  t.teardown(() => { one.process.kill('SIGKILL'); other.process.kill('SIGKILL') })
+  t.teardown(() => { one.kill(); other.kill() })
 
   const registered = await fetch(`${one.url}/api/register`, json({ name: 'Two', email: 'two@example.com', password: PASSWORD, c_password: PASSWORD }))
   t.equal(registered.status, 201)

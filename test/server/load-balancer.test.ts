@@ -27,7 +27,7 @@ t.test('through HAProxy, an instance stopped and restarted under load: no reques
     const env = await databaseEnv(t)
     const ports = [await freePort(), await freePort()]
     const instances = await Promise.all(ports.map(port => startServer({ ...env, PORT: String(port) })))
-    t.teardown(() => { for (const instance of instances) instance.process.kill('SIGKILL') })
+    t.teardown(() => { for (const instance of instances) instance.kill() })
 
     const lbPort = await freePort()
     const balancer = spawn('haproxy', ['-db', '-f', path.resolve('deploy/haproxy.cfg')], {

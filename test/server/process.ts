@@ -4,11 +4,28 @@ import readline from 'node:readline'
 import type { Test } from 'tap'
 import { createDatabase, TEST_JWT_SECRET } from '../helper.js'
 
-export interface ServerProcess { process: ChildProcess, url: string, logs: Record<string, unknown>[] }
+export interface ServerProcess {
+  process: ChildProcess
+  url: string
+  logs: Record<string, unknown>[]
+  /** Kills the server and every process it started (workers, an embedded PostgreSQL). */
+  kill: () => void
+}
 
-/** Runs server.ts with the TypeScript loader (and coverage) of this test process. */
+/**
+ * Runs server.ts with the TypeScript loader (and coverage) of this test process, in a process
+ * group of its own: a test that fails midway kills the whole group, workers too, which would
+ * otherwise hold its output pipe open and keep the test file from ending.
+ */
 export function spawnServer (env: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe' = 'inherit') {
-  return spawn(process.execPath, [...process.execArgv, 'server.ts'], { env, stdio: ['ignore', 'pipe', stderr] })
+  return spawn(process.execPath, [...process.execArgv, 'server.ts'], { env, stdio: ['ignore', 'pipe', stderr], detached: true })
+}
+
+/** Kills a process group started by spawnServer, if anything of it still runs. */
+export function killGroup (child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL')
+  } catch { /* already gone */ }
 }
 
 /** Starts server.ts and waits until it listens; its JSON log lines are collected. */
@@ -26,7 +43,7 @@ export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProces
       if (match) resolve(match[1]!)
     })
   })
-  return { process: child, url, logs }
+  return { process: child, url, logs, kill: () => killGroup(child) }
 }
 
 /** The pids of the workers (WORKERS > 1) that said they listen, in order. */

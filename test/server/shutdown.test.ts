@@ -6,7 +6,7 @@ import { databaseEnv, sleep, startServer } from './process.js'
 
 t.test('SIGTERM gives up on a request that never finishes, after the grace period', async t => {
   const server = await startServer(await databaseEnv(t))
-  t.teardown(() => server.process.kill('SIGKILL'))
+  t.teardown(() => server.kill())
   const exited = once(server.process, 'exit')
   const started = Date.now()
   const req = http.request(`${server.url}/students`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': 100 } })
@@ -25,7 +25,7 @@ t.test('SIGTERM gives up on a request that never finishes, after the grace perio
 t.test('SIGTERM under load: requests in flight finish, later ones get 503, exit 0 within 10 s, every 201 kept', async t => {
   const env = await databaseEnv(t)
   const server = await startServer(env)
-  t.teardown(() => server.process.kill('SIGKILL'))
+  t.teardown(() => server.kill())
   const created: number[] = []
   const other: string[] = []
   let n = 0

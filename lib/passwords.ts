@@ -28,9 +28,13 @@ export function confirmedPassword (password: string, confirmation: string | unde
   return password
 }
 
-/** Whether the password matches the hash; with no hash, the same work for a certain no. */
-export async function verifyPassword (hashed: string | undefined, password: string): Promise<boolean> {
+/**
+ * Whether the password matches the hash; with no hash, the same work for a certain no.
+ * `unwanted` tells, when its turn to hash comes, that nobody waits for the answer any more:
+ * then it rejects with TurnSkipped instead of hashing.
+ */
+export async function verifyPassword (hashed: string | undefined, password: string, unwanted?: () => boolean): Promise<boolean> {
   const against = hashed ?? await dummyHash
-  const matches = await hashing.run(() => verify(against, password))
+  const matches = await hashing.run(() => verify(against, password), unwanted)
   return hashed !== undefined && matches
 }

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { Semaphore } from '../../lib/semaphore.js'
+import { Semaphore, TurnSkipped } from '../../lib/semaphore.js'
 
 /** A task that runs until released, recording that it started. */
 function gate (started: string[], name: string) {
@@ -38,4 +38,20 @@ t.test('at most `size` tasks at once, the others in turn as slots free, a failur
   t.equal(started.at(-1), 'f', 'all slots free again: a new task starts at once')
   later.release()
   await run
+})
+
+t.test('a task unwanted by its turn is skipped, and its slot passes on', async t => {
+  const semaphore = new Semaphore(1)
+  const started: string[] = []
+  const [a, b, c] = ['a', 'b', 'c'].map(name => gate(started, name)) as [ReturnType<typeof gate>, ReturnType<typeof gate>, ReturnType<typeof gate>]
+  let bWanted = true
+  const runs = [semaphore.run(a.task), semaphore.run(b.task, () => !bWanted), semaphore.run(c.task, () => false)]
+  await settle()
+  bWanted = false
+  a.release()
+  await t.rejects(runs[1]!, TurnSkipped, 'b rejects, never started')
+  await settle()
+  t.same(started, ['a', 'c'], 'c runs in its place')
+  c.release()
+  t.same(await Promise.all([runs[0], runs[2]]), ['a', 'c'])
 })

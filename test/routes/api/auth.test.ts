@@ -162,6 +162,24 @@ t.test('counters whose window has passed are swept away', async t => {
   t.ok(await within(5_000, async () => (await keys()).length === 0), 'gone after the window')
 })
 
+t.test('a flood of logins past HANDLER_TIMEOUT: the timed-out ones are not hashed after all, so the next login is answered', async t => {
+  const plain = await build(t)
+  const { email } = await userWithRoles(plain, [])
+  const app = await build(t, {
+    db: plain.config.db,
+    timeouts: { ...plain.config.timeouts, handler: 1_000 },
+    auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 100_000, perEmail: 100_000 } }
+  })
+  const attempt = () => app.inject({ method: 'POST', url: '/api/login', payload: { email, password: PASSWORD } })
+  // Seconds of hashing on a core or two, queued at once: most wait past the 1 s limit.
+  const flood = await Promise.all(Array.from({ length: 600 }, attempt))
+  const codes = new Set(flood.map(res => res.statusCode))
+  t.ok(flood.some(res => res.statusCode === 503), 'some timed out')
+  t.same([...codes].filter(code => code !== 200 && code !== 503), [], 'the others logged in')
+  // Had the timed-out logins still been hashed, this one would wait behind them past its own limit.
+  t.equal((await attempt()).statusCode, 200, 'the next login is answered')
+})
+
 t.test('20 concurrent registrations of one address: one 201, the rest 409, one row', async t => {
   const plain = await build(t)
   // Limits high enough that the uniqueness check, not the rate limit, answers.

@@ -30,11 +30,12 @@ export function confirmedPassword (password: string, confirmation: string | unde
 
 /**
  * Whether the password matches the hash; with no hash, the same work for a certain no.
- * `unwanted` tells, when its turn to hash comes, that nobody waits for the answer any more:
- * then it rejects with TurnSkipped instead of hashing.
+ * Undefined, with nothing hashed, when `unwanted` says at its turn to hash that nobody waits
+ * for the answer any more.
  */
-export async function verifyPassword (hashed: string | undefined, password: string, unwanted?: () => boolean): Promise<boolean> {
+export async function verifyPassword (hashed: string | undefined, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
   const against = hashed ?? await dummyHash
   const matches = await hashing.run(() => verify(against, password), unwanted)
+  if (matches === undefined) return undefined
   return hashed !== undefined && matches
 }

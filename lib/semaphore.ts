@@ -1,8 +1,3 @@
-/** The error of a run whose task was skipped: by its turn, nobody wanted it any more. */
-export class TurnSkipped extends Error {
-  override name = 'TurnSkipped'
-}
-
 /** Runs at most `size` tasks at once; the others wait their turn, first come, first served. */
 export class Semaphore {
   #free: number
@@ -12,16 +7,19 @@ export class Semaphore {
     this.#free = size
   }
 
+  /** Runs `task` once a slot is free. */
+  run<T> (task: () => Promise<T>): Promise<T>
   /**
-   * Runs `task` once a slot is free. `unwanted`, asked when the turn comes, passes the turn on
-   * instead (the run rejects with TurnSkipped): a task queued for a request that was answered
-   * or dropped meanwhile should not take the place of one still waited for.
+   * Or, if `unwanted` says so when the turn comes, passes the turn on and resolves to
+   * undefined: a task queued for a request that was answered or dropped meanwhile should not
+   * take the place of one still waited for.
    */
-  async run<T> (task: () => Promise<T>, unwanted?: () => boolean): Promise<T> {
+  run<T> (task: () => Promise<T>, unwanted: () => boolean): Promise<T | undefined>
+  async run<T> (task: () => Promise<T>, unwanted?: () => boolean): Promise<T | undefined> {
     if (this.#free > 0) this.#free--
     else await new Promise<void>(resolve => this.#waiting.push(resolve))
     try {
-      if (unwanted?.()) throw new TurnSkipped()
+      if (unwanted?.()) return undefined
       return await task()
     } finally {
       // The slot passes straight to the next in line, if any.

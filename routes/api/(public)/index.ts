@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { confirmedPassword, hashPassword, verifyPassword } from '../../../lib/passwords.js'
-import { TurnSkipped } from '../../../lib/semaphore.js'
 import { authSchemas } from './schema.js'
 
 /**
@@ -16,16 +15,11 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/login', { schema: authSchemas.login, bodyLimit: BODY_LIMIT, preValidation: fastify.rateLimit('login') }, async (request, reply) => {
     const { email, password } = request.body
     const user = await usersRepository.findCredentials(email)
-    let matches: boolean
-    try {
-      // Hashes wait their turn, one per core; by then the request may have been answered
-      // (HANDLER_TIMEOUT) or dropped. Hashing for nobody would make every later login wait
-      // longer still under a flood of them.
-      matches = await verifyPassword(user?.password, password, () => reply.sent || request.socket.destroyed)
-    } catch (error) {
-      if (error instanceof TurnSkipped) return // nothing to answer, nor anyone to answer it to
-      throw error
-    }
+    // Hashes wait their turn, one per core; by then the request may have been answered
+    // (HANDLER_TIMEOUT) or dropped. Hashing for nobody would make every later login wait
+    // longer still under a flood of them.
+    const matches = await verifyPassword(user?.password, password, () => reply.sent || request.socket.destroyed)
+    if (matches === undefined) return // nothing to answer, nor anyone to answer it to
     if (!matches) {
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw fastify.httpErrors.unauthorized('These credentials do not match our records')

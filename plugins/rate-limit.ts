@@ -21,7 +21,7 @@ const HIT = `
     reset_at = case when r.reset_at <= now() then excluded.reset_at else r.reset_at end
   returning key, hits, ceil(extract(epoch from reset_at - now()))::int as retry_after`
 
-/** Counters whose window has passed: a row per client IP and per address ever tried, else. */
+/** Counters whose window has passed; kept, they would add up to a row per client IP and per address ever tried. */
 const SWEEP = 'delete from rate_limits where reset_at <= now()'
 
 /**

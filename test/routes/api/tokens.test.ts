@@ -85,10 +85,12 @@ t.test('a token lives JWT_TTL: refused once it expires, though it worked before'
   const { token: hourly } = await userWithRoles(app, ['User'])
   t.equal(claimsOf(hourly).exp - claimsOf(hourly).iat, 3600, 'an hour by default')
 
-  const short = await build(t, { db: app.config.db, auth: { ...app.config.auth, jwtTtlSeconds: 1 } })
+  // iat and exp are whole seconds, so a token of JWT_TTL=3s is valid for 2 to 3 s: time
+  // enough for the requests below on a busy machine.
+  const short = await build(t, { db: app.config.db, auth: { ...app.config.auth, jwtTtlSeconds: 3 } })
   const { token } = await userWithRoles(short, ['User'])
   const { iat, exp } = claimsOf(token)
-  t.equal(exp - iat, 1, 'JWT_TTL=1s')
+  t.equal(exp - iat, 3, 'JWT_TTL=3s')
   t.equal((await short.inject({ url: '/api/clients', headers: bearer(token) })).statusCode, 200, 'valid while it lasts')
   t.equal((await short.inject({ url: '/api/clients', headers: bearer(token) })).statusCode, 200, 'and again')
   await new Promise(resolve => setTimeout(resolve, exp * 1000 - Date.now() + 50))

@@ -8,7 +8,7 @@ export interface ServerProcess {
   process: ChildProcess
   url: string
   logs: Record<string, unknown>[]
-  /** Kills the server and every process it started (workers, an embedded PostgreSQL). */
+  /** Kills the server and its workers (pg_ctl puts an embedded PostgreSQL in a session of its own). */
   kill: () => void
 }
 
@@ -22,7 +22,7 @@ export function spawnServer (env: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe' 
 }
 
 /** Kills a process group started by spawnServer, if anything of it still runs. */
-export function killGroup (child: ChildProcess): void {
+function killGroup (child: ChildProcess): void {
   try {
     process.kill(-child.pid!, 'SIGKILL')
   } catch { /* already gone */ }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex'
 import type pg from 'pg'
+import { rowBuilder, TEXT_VALUES } from './row-builder.js'
 
 /**
  * A query of the hot paths: knex builds its SQL once, at startup, and every call runs it as
@@ -45,14 +46,23 @@ export function prepare<Args extends unknown[], Row> (
   const unused = placeholders.findIndex((_, i) => !slots.some(slot => slot.arg === i))
   if (unused >= 0) throw new Error(`The query ${name} does not use its argument ${unused}`)
 
+  // Rows come as arrays of text, made into objects by a function for this query's columns.
+  let toRow: ((values: (string | null)[]) => Row) | undefined
+  const withRows = (result: pg.QueryArrayResult<(string | null)[]>) => {
+    toRow ??= rowBuilder<Row>(result.fields)
+    const objects = result as pg.QueryResult
+    objects.rows = result.rows.map(toRow)
+    return objects as pg.QueryResult<Row & pg.QueryResultRow>
+  }
   return async (args, trx) => {
-    const query = { name, text: sql, values: slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]) }
-    if (trx === undefined || trx === knex) return pool.query(query)
+    const values = slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg])
+    const query = { name, text: sql, values, rowMode: 'array' as const, types: TEXT_VALUES }
+    if (trx === undefined || trx === knex) return withRows(await pool.query(query))
     // A transaction's client hands out the transaction's own connection and keeps it on release.
     const client = trx.client as KnexClient
     const connection = await client.acquireConnection()
     try {
-      return await connection.query(query)
+      return withRows(await connection.query(query))
     } finally {
       await client.releaseConnection(connection)
     }

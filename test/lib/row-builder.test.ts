@@ -28,11 +28,11 @@ t.test('rows of a prepared query equal those pg makes with the service\'s type p
   const all = prepare<[after: number], Record<string, unknown>>(db, 'things.all', after => db.knex('things').select('*').where('id', '>', after).orderBy('id'))
   const { rows } = await all([0])
   const expected = (await reference.query('select * from things order by id')).rows
-  t.same(rows, expected)
+  t.strictSame(rows, expected)
   t.same(rows.map(row => Object.keys(row)), expected.map(row => Object.keys(row)), 'the columns in order')
-  t.same(rows[0], { id: 1, name: 'a "quoted" ✓', big: '9007199254740993', done: true, day: '2024-02-29', at: '2026-11-22T09:30:00.123Z', extra: { tags: ['x'] }, price: '12.50' })
+  t.strictSame(rows[0], { id: 1, name: 'a "quoted" ✓', big: '9007199254740993', done: true, day: '2024-02-29', at: '2026-11-22T09:30:00.123Z', extra: { tags: ['x'] }, price: '12.50' })
   t.equal(Object.getPrototypeOf(rows[0]), Object.prototype)
-  t.same((await all([0])).rows, expected, 'the second time, on the prepared statement')
+  t.strictSame((await all([0])).rows, expected, 'the second time, on the prepared statement')
   t.same((await all([2])).rows, [], 'no rows')
 
   for (const alias of ['odd name', '__proto__']) {

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type pg from 'pg'
-import { rowBuilder, TEXT_VALUES } from './row-builder.js'
+import { Statement, type Scalar, type StatementResult } from './statement-query.js'
 
 /**
  * A query of the hot paths: knex builds its SQL once, at startup, and every call runs it as
@@ -10,7 +10,7 @@ import { rowBuilder, TEXT_VALUES } from './row-builder.js'
  * result rows alive long enough to be promoted (a page of 100: 864 → 762 µs of CPU a request,
  * peak RSS 207 → 131 MB). Errors are pg's own, which do not carry the SQL text.
  */
-export type PreparedQuery<Args extends unknown[], Row> = (args: Args, trx?: Knex) => Promise<pg.QueryResult<Row & pg.QueryResultRow>>
+export type PreparedQuery<Args extends Scalar[], Row> = (args: Args, trx?: Knex) => Promise<StatementResult<Row>>
 
 /** knex, for building queries and for transactions, and the pool the prepared queries run on. */
 export interface Database {
@@ -22,6 +22,9 @@ export interface Database {
 // other, and far from any constant a query holds.
 const FIRST_PLACEHOLDER = Number.MIN_SAFE_INTEGER
 
+/** The statements whose replies lib/statement-query.ts handles: no COPY, never empty. */
+const HANDLED = /^(select|insert|update|delete|with)\s/i
+
 interface KnexClient {
   acquireConnection (): Promise<pg.Client>
   releaseConnection (connection: pg.Client): Promise<void>
@@ -31,40 +34,38 @@ interface KnexClient {
  * `build` receives one stand-in per argument and returns the query; `name` must be unique
  * to the SQL text, as PostgreSQL keeps it per connection.
  */
-export function prepare<Args extends unknown[], Row> (
+export function prepare<Args extends Scalar[], Row> (
   { knex, pool }: Database,
   name: string,
   build: (...args: never[]) => Knex.QueryBuilder
 ): PreparedQuery<Args, Row> {
   const placeholders = Array.from({ length: build.length }, (_, i) => FIRST_PLACEHOLDER + i)
   const { sql, bindings } = build(...placeholders as never[]).toSQL().toNative()
+  if (!HANDLED.test(sql)) throw new Error(`The query ${name} is not a SELECT, INSERT, UPDATE or DELETE`)
   // For each binding: the index of the argument it stands for, or its constant value.
   const slots = bindings.map(value => {
     const arg = placeholders.indexOf(value as number)
-    return arg >= 0 ? { arg } : { value }
+    if (arg >= 0) return { arg }
+    // Values are sent as their text (lib/statement-query.ts), which is a scalar's alone.
+    if (value !== null && !['string', 'number', 'boolean'].includes(typeof value)) throw new Error(`The query ${name} holds a constant that is not a scalar`)
+    return { value: value as Scalar }
   })
   const unused = placeholders.findIndex((_, i) => !slots.some(slot => slot.arg === i))
   if (unused >= 0) throw new Error(`The query ${name} does not use its argument ${unused}`)
 
-  // Rows come as arrays of text, made into objects by a function for this query's columns.
-  let toRow: ((values: (string | null)[]) => Row) | undefined
-  const withRows = (result: pg.QueryArrayResult<(string | null)[]>) => {
-    toRow ??= rowBuilder<Row>(result.fields)
-    const objects = result as pg.QueryResult
-    objects.rows = result.rows.map(toRow)
-    return objects as pg.QueryResult<Row & pg.QueryResultRow>
-  }
+  const statement = new Statement<Row>(name, sql)
   return async (args, trx) => {
-    const values = slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg])
-    const query = { name, text: sql, values, rowMode: 'array' as const, types: TEXT_VALUES }
-    if (trx === undefined || trx === knex) return withRows(await pool.query(query))
+    const values = slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]!)
     // A transaction's client hands out the transaction's own connection and keeps it on release.
-    const client = trx.client as KnexClient
-    const connection = await client.acquireConnection()
+    const client = trx === undefined || trx === knex ? undefined : trx.client as KnexClient
+    const connection = client ? await client.acquireConnection() : await pool.connect()
     try {
-      return withRows(await connection.query(query))
+      return await statement.run(connection, values)
     } finally {
-      await client.releaseConnection(connection)
+      // An SQL error leaves the connection as good as before (each execution ends with a Sync);
+      // one that has failed is dropped by the pool, which checks.
+      if (client) await client.releaseConnection(connection)
+      else (connection as pg.PoolClient).release()
     }
   }
 }

@@ -1,16 +1,11 @@
 import type pg from 'pg'
 import { types } from './pg-types.js'
 
-const asText = (text: string) => text
-
-/** Type parsers that leave every value the text PostgreSQL sent, for rows that `rowBuilder` parses. */
-export const TEXT_VALUES = { getTypeParser: () => asText }
-
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/i
 
 /**
- * A function that turns a row fetched with `rowMode: 'array'` and TEXT_VALUES into an object,
- * each value parsed by the service's type parsers (lib/pg-types.ts).
+ * A function that turns a row's values, the text PostgreSQL sent, into an object, each value
+ * parsed by the service's type parsers (lib/pg-types.ts).
  *
  * pg makes each row by copying a template object and setting its properties by name, and
  * calls every type's parser from the same place. Every query of every table runs through

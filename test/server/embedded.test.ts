@@ -52,7 +52,7 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
   t.teardown(() => second.kill())
   t.notOk(second.logs.some(entry => entry.msg === 'created the administrator: this password is shown once only'), 'printed once only')
   // As in the other tests of workers: both running before the first request. Once in CI, a
-  // request sent while the second was still starting met ECONNRESET, with nothing in the log.
+  // request sent while the second was still starting met ECONNRESET, and nothing on stderr.
   t.ok(await within(60_000, () => listeningWorkers(second).length === 2), 'both workers listen')
   t.teardown(() => {
     if (t.passing()) return

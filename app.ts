@@ -26,6 +26,11 @@ export function serverOptions (config: Config): FastifyServerOptions {
     connectionTimeout: config.timeouts.request,
     keepAliveTimeout: config.timeouts.keepAlive,
     return503OnClosing: true,
+    // Start-up waits on the database only, each wait bounded by its timeout (DB_CONNECT_TIMEOUT;
+    // DB_STATEMENT_TIMEOUT for another instance's migration). Fastify's own 10 s for loading the
+    // plugins failed instances that waited for a migration, and workers that a busy machine
+    // loaded slowly; at start-up, one worker that fails stops them all.
+    pluginTimeout: 0,
     forceCloseConnections: 'idle',
     // ajv-compiler's factory type only knows its own ajv; ours returns Fastify's validator contract.
     schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } },

@@ -1,4 +1,5 @@
 import t from 'tap'
+import pg from 'pg'
 import { build, buildApp, createDatabase, testConfig } from '../helper.js'
 
 t.test('migrations roll back and apply again', async t => {
@@ -24,4 +25,22 @@ t.test('instances starting together on an empty database migrate it once, and al
   const [{ n }] = await apps[0]!.knex('knex_migrations').count({ n: '*' })
   const files = (await apps[0]!.knex.migrate.list() as [unknown[], unknown[]])[0].length
   t.equal(Number(n), files, 'each migration ran once')
+})
+
+t.test('an instance waits for another\'s migration however long it takes past Fastify\'s 10 s for loading plugins', async t => {
+  const db = await createDatabase(t)
+  const base = testConfig(db)
+  const config = testConfig(db, { timeouts: { ...base.timeouts, dbStatement: 30_000 } })
+  // Another instance's migration: the advisory lock of plugins/knex.ts, held for 11 s.
+  const other = new pg.Client(db)
+  await other.connect()
+  t.teardown(() => other.end())
+  await other.query('select pg_advisory_lock(7355608)')
+  const release = setTimeout(() => { other.query('select pg_advisory_unlock(7355608)').catch(() => {}) }, 11_000)
+  t.teardown(() => clearTimeout(release))
+
+  const started = Date.now()
+  const app = await buildApp(t, config)
+  t.ok(Date.now() - started >= 11_000, 'it waited for the lock')
+  t.ok(await app.knex.schema.hasTable('students'), 'then migrated and started')
 })

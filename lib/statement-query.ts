@@ -4,7 +4,7 @@ import { rowBuilder } from './row-builder.js'
 /** What a value bound to a prepared statement may be: sent as its text, or as NULL. */
 export type Scalar = string | number | boolean | null
 
-/** The messages of a row description, a data row and a command's completion, as pg's parser gives them. */
+/** A row description, a data row and a command's completion, as pg's parser gives them. */
 interface RowDescription { fields: pg.FieldDef[] }
 interface DataRow { fields: (string | null)[] }
 interface CommandComplete { text: string }
@@ -43,10 +43,10 @@ type Callback<Row> = (error: Error | null, result?: StatementResult<Row>) => voi
  * pg-cursor is one). A profile of a student GET by id showed pg's `Query` spending a tenth of
  * the request's CPU (24 of 222 µs) on two things a named statement does not need: it copies
  * the query's settings by their property descriptors, and it makes each result's row template
- * and parser list afresh from the row description. Here the statement's row function is made from the
- * first description, and later executions do not ask for one. CPU per GET by id fell from
- * about 154 to 117 µs, per POST from 182 to 146 µs (a busy machine; the ceiling took 109 and
- * 155).
+ * and parser list afresh from the row description. Here the statement's row function is made
+ * from the first description, and later executions do not ask for one. CPU per GET by id fell
+ * from about 154 to 117 µs, per POST from 182 to 146 µs (a busy machine; the ceiling took 109
+ * and 155).
  *
  * pg calls a query's handlers for the messages its statement brings: these are those of a
  * SELECT, INSERT, UPDATE or DELETE, all that `prepare` takes. The others (an empty query, a

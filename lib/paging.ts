@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify'
+import type { JsonRow } from './json-row-writer.js'
 
 /** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
 export const MAX_ID = 2_147_483_647
@@ -18,4 +19,15 @@ export function page<T extends { id: number }> (rows: T[], limit: number, reply:
     reply.header('link', `<${path}?limit=${limit}&after=${rows[limit - 1]!.id}>; rel="next"`)
   }
   return rows
+}
+
+/**
+ * Sends one page of rows written as JSON (lib/json-row-writer.ts), fetched with `limit + 1`,
+ * as a JSON array, or as the `data` of the authenticated interface's `{ success: true, data }`,
+ * with the `Link` header as `page` sets it. Fastify sends a string whose content type is
+ * JSON as it is, without serializing it again.
+ */
+export function sendJsonPage (rows: JsonRow[], limit: number, reply: FastifyReply, path: string, envelope = false): FastifyReply {
+  const array = `[${page(rows, limit, reply, path).map(row => row.json).join(',')}]`
+  return reply.type('application/json; charset=utf-8').send(envelope ? `{"success":true,"data":${array}}` : array)
 }

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import type pg from 'pg'
-import { Statement, type Scalar, type StatementResult } from './statement-query.js'
+import { Statement, type RowMaker, type Scalar, type StatementResult } from './statement-query.js'
 
 /**
  * A query of the hot paths: knex builds its SQL once, at startup, and every call runs it as
@@ -32,12 +32,14 @@ interface KnexClient {
 
 /**
  * `build` receives one stand-in per argument and returns the query; `name` must be unique
- * to the SQL text, as PostgreSQL keeps it per connection.
+ * to the SQL text, as PostgreSQL keeps it per connection. Rows are objects of the columns
+ * (lib/row-builder.ts) unless `makeRow` makes them otherwise.
  */
 export function prepare<Args extends Scalar[], Row> (
   { knex, pool }: Database,
   name: string,
-  build: (...args: never[]) => Knex.QueryBuilder
+  build: (...args: never[]) => Knex.QueryBuilder,
+  makeRow?: RowMaker<Row>
 ): PreparedQuery<Args, Row> {
   const placeholders = Array.from({ length: build.length }, (_, i) => FIRST_PLACEHOLDER + i)
   const { sql, bindings } = build(...placeholders as never[]).toSQL().toNative()
@@ -53,7 +55,7 @@ export function prepare<Args extends Scalar[], Row> (
   const unused = placeholders.findIndex((_, i) => !slots.some(slot => slot.arg === i))
   if (unused >= 0) throw new Error(`The query ${name} does not use its argument ${unused}`)
 
-  const statement = new Statement<Row>(name, sql)
+  const statement = new Statement<Row>(name, sql, makeRow)
   return async (args, trx) => {
     const values = slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]!)
     // A transaction's client hands out the transaction's own connection and keeps it on release.

@@ -21,10 +21,13 @@ export interface StatementResult<Row> {
   rowCount: number
 }
 
+/** Makes, from a statement's columns, the function that turns each row's values into a row. */
+export type RowMaker<Row> = (fields: pg.FieldDef[]) => (values: (string | null)[]) => Row
+
 /** A named statement: its SQL, and once its columns are known, the function that makes its rows. */
 export class Statement<Row> {
   toRow: ((values: (string | null)[]) => Row) | undefined
-  constructor (readonly name: string, readonly text: string) {}
+  constructor (readonly name: string, readonly text: string, readonly makeRow: RowMaker<Row> = rowBuilder) {}
 
   /** Runs the statement on a client of pg's (of a pool or a transaction) with these values. */
   run (client: pg.ClientBase, values: Scalar[]): Promise<StatementResult<Row>> {
@@ -85,7 +88,7 @@ class Execution<Row> implements pg.Submittable {
 
   handleRowDescription (message: RowDescription) {
     try {
-      this.statement.toRow ??= rowBuilder<Row>(message.fields)
+      this.statement.toRow ??= this.statement.makeRow(message.fields)
     } catch (error) {
       this.failure ??= error as Error
     }

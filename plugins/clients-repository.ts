@@ -1,8 +1,9 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import type { Client, ClientInput } from '../routes/api/(authenticated)/clients/schema.js'
+import { jsonRows, type JsonRow } from '../lib/json-row-writer.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
 import { prepare, type Database } from '../lib/prepared-query.js'
+import { Client, type ClientInput } from '../routes/api/(authenticated)/clients/schema.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,13 +17,14 @@ function createClientsRepository (database: Database) {
   const { knex } = database
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
   const queries = {
-    list: prepare<[after: number, limit: number], Client>(database, 'clients.list', (after, limit) =>
-      live(knex).select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit)),
+    list: prepare<[after: number, limit: number], JsonRow>(database, 'clients.list', (after, limit) =>
+      live(knex).select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit), jsonRows(Client)),
     find: prepare<[id: number], Client>(database, 'clients.find', id => live(knex).select(COLUMNS).where({ id }).first())
   }
 
   return {
-    async list ({ limit, after }: Page, trx: Knex = knex): Promise<Client[]> {
+    /** One page, in id order, each client written as JSON; one row more than the limit tells whether more follow. */
+    async list ({ limit, after }: Page, trx: Knex = knex): Promise<JsonRow[]> {
       return (await queries.list([after ?? 0, limit + 1], trx)).rows
     },
 

@@ -1,9 +1,10 @@
 import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import { uniqueConflict } from '../lib/db-errors.js'
+import { jsonRows, type JsonRow } from '../lib/json-row-writer.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
 import { prepare, type Database } from '../lib/prepared-query.js'
-import type { Student, StudentInput } from '../schemas/students.js'
+import { Student, type StudentInput } from '../schemas/students.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -16,8 +17,8 @@ const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'
 function createStudentsRepository (database: Database, conflict: (message: string) => Error) {
   const { knex } = database
   const queries = {
-    list: prepare<[after: number, limit: number], Student>(database, 'students.list', (after, limit) =>
-      knex('students').select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit)),
+    list: prepare<[after: number, limit: number], JsonRow>(database, 'students.list', (after, limit) =>
+      knex('students').select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit), jsonRows(Student)),
     find: prepare<[id: number], Student>(database, 'students.find', id => knex('students').select(COLUMNS).where({ id }).first()),
     create: prepare<[age: number, dob: string, email: string, name: string], Student>(database, 'students.create', (age, dob, email, name) =>
       knex('students').insert({ age, dob, email, name }).returning(COLUMNS)),
@@ -27,8 +28,11 @@ function createStudentsRepository (database: Database, conflict: (message: strin
     uniqueConflict(error, 'students_email_unique', () => conflict(`A student with e-mail ${email} already exists`))
 
   return {
-    /** One page, in id order; asks for one row more than the limit to tell whether more follow. */
-    async list ({ limit, after }: Page, trx: Knex = knex): Promise<Student[]> {
+    /**
+     * One page, in id order, each student written as JSON; asks for one row more than the
+     * limit to tell whether more follow.
+     */
+    async list ({ limit, after }: Page, trx: Knex = knex): Promise<JsonRow[]> {
       return (await queries.list([after ?? 0, limit + 1], trx)).rows
     },
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { page } from '../../lib/paging.js'
+import { sendJsonPage } from '../../lib/paging.js'
 import { studentSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
@@ -20,7 +20,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
       const { limit, after } = request.query
-      return page(await students.list({ limit, after }), limit, reply, fastify.prefix)
+      return sendJsonPage(await students.list({ limit, after }), limit, reply, fastify.prefix)
     })
 
     fastify.get('/:id', { schema: schemas.show }, async (request) => {

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { page } from '../../../../lib/paging.js'
+import { sendJsonPage } from '../../../../lib/paging.js'
 import { clientSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
@@ -9,7 +9,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const { limit, after } = request.query
-    return { success: true as const, data: page(await repository.list({ limit, after }), limit, reply, fastify.prefix) }
+    return sendJsonPage(await repository.list({ limit, after }), limit, reply, fastify.prefix, true)
   })
 
   fastify.get('/:id', { schema: clientSchemas.show, onRequest: fastify.can('client-list') }, async (request) => {

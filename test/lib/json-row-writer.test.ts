@@ -1,0 +1,90 @@
+import t, { type Test } from 'tap'
+import fc from 'fast-check'
+import Fastify from 'fastify'
+import knex from 'knex'
+import pg from 'pg'
+import { Type, type TObject } from '@sinclair/typebox'
+import { jsonRows } from '../../lib/json-row-writer.js'
+import { SESSION_OPTIONS } from '../../lib/pg-types.js'
+import { prepare } from '../../lib/prepared-query.js'
+import { createDatabase } from '../helper.js'
+
+const Thing = Type.Object({
+  id: Type.Integer(),
+  name: Type.String(),
+  label: Type.String({ format: 'email' }),
+  small: Type.Integer(),
+  day: Type.String({ format: 'date' }),
+  at: Type.String({ format: 'date-time' })
+}, { additionalProperties: false })
+
+async function setUp (t: Test) {
+  const connection = { ...await createDatabase(t), options: SESSION_OPTIONS }
+  const db = { knex: knex({ client: 'pg', connection, pool: { min: 0, max: 1 } }), pool: new pg.Pool({ ...connection, max: 1 }) }
+  t.teardown(async () => { await Promise.all([db.knex.destroy(), db.pool.end()]) })
+  await db.knex.schema.createTable('things', table => {
+    table.increments('id')
+    table.text('name').notNullable()
+    table.string('label', 300).notNullable()
+    table.smallint('small').notNullable()
+    table.date('day').notNullable()
+    table.timestamp('at', { useTz: true }).notNullable()
+    table.boolean('done')
+  })
+  return db
+}
+
+type Db = Awaited<ReturnType<typeof setUp>>
+
+/** What Fastify's serializer writes for these rows under this schema. */
+async function serialized (schema: TObject, rows: unknown[]) {
+  const app = Fastify()
+  app.get('/', { schema: { response: { 200: Type.Array(schema) } } }, async () => rows)
+  const { body } = await app.inject('/')
+  await app.close()
+  return body
+}
+
+const select = (db: Db, columns: Record<string, string> | string[]) => (after: number) =>
+  db.knex('things').select(columns).where('id', '>', after).orderBy('id')
+
+t.test('rows written as JSON are what Fastify\'s serializer writes of the same rows as objects', async t => {
+  const db = await setUp(t)
+  const asJson = prepare<[after: number], { id: number, json: string }>(db, 'things.json', select(db, ['*']), jsonRows(Thing))
+  const asObjects = prepare<[after: number], Record<string, unknown>>(db, 'things.objects', select(db, ['*']))
+  const names = ['', 'a "quoted" \\ back\\slash', 'tab\tnew\nline\r\u0001\u001f\u007f', '✓ é 𝄞 😀', '</script>', '\u2028\u2029']
+  const row = (name: string, i: number) => ({ name, label: `${i}@example.com`, small: i % 2 ? -32768 : 32767, day: i % 2 ? '0044-03-15 BC' : '2024-02-29', at: i % 2 ? '2026-11-22T09:30:00Z' : '2026-11-22T09:30:00.123456Z' })
+  await db.knex('things').insert(names.map(row))
+
+  const check = async (after: number) => {
+    const { rows } = await asJson([after])
+    const objects = (await asObjects([after])).rows
+    t.equal(`[${rows.map(row => row.json).join(',')}]`, await serialized(Thing, objects))
+    t.strictSame(rows.map(row => row.id), objects.map(row => row.id), 'each with its id')
+  }
+  await check(0)
+  // Any text PostgreSQL stores (all of Unicode but NUL).
+  await fc.assert(fc.asyncProperty(fc.string({ unit: 'binary', maxLength: 40 }).filter(s => !s.includes('\0')), async name => {
+    const [{ id }] = await db.knex('things').insert(row(name, 1)).returning('id')
+    await check(id - 1)
+  }), { numRuns: 100 })
+})
+
+t.test('a statement whose columns do not fit the schema fails, and so does a NULL', async t => {
+  const db = await setUp(t)
+  await db.knex('things').insert({ name: 'a', label: 'a@example.com', small: 1, day: '2024-01-01', at: '2026-01-01T00:00:00Z' })
+  const cases: [string, TObject, Record<string, string> | string[], RegExp][] = [
+    ['no such column', Thing, ['id', 'name'], /The row has no column label/],
+    ['a type written otherwise', Type.Object({ id: Type.Integer(), name: Type.Integer() }), ['id', 'name'], /Column name \(type 25\) cannot be written as integer/],
+    ['a type it does not write', Type.Object({ id: Type.Integer(), done: Type.Boolean() }), ['id', 'done'], /Column done \(type 16\) cannot be written as boolean/],
+    ['no id', Type.Object({ name: Type.String() }), ['name'], /The row has no column id/],
+    ['a name to quote', Type.Object({ id: Type.Integer(), 'odd name': Type.String() }), { id: 'id', 'odd name': 'name' }, /Property name "odd name" is not a plain identifier/]
+  ]
+  for (const [what, schema, columns, error] of cases) {
+    const query = prepare<[after: number], unknown>(db, `things.${what}`, select(db, columns), jsonRows(schema))
+    await t.rejects(query([0]), error, what)
+  }
+  const nulls = prepare<[after: number], unknown>(db, 'things.nulls', after =>
+    db.knex('things').select('id', db.knex.raw('null::text as name')).where('id', '>', after), jsonRows(Type.Object({ id: Type.Integer(), name: Type.String() })))
+  await t.rejects(nulls([0]), /Column name is NULL/, 'a NULL')
+})

@@ -1,21 +1,19 @@
 import os from 'node:os'
-import { hash, verify } from '@node-rs/argon2'
+import { HashThreads } from './hash-threads.js'
 import { InvalidFields } from './invalid-fields.js'
-import { Semaphore } from './semaphore.js'
 
 /** argon2id with the OWASP minimum: 19 MiB of memory, 2 passes, 1 lane. */
 // `algorithm: 2` is Algorithm.Argon2id, a const enum that isolated modules cannot import.
 const OPTIONS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
 
 /**
- * Hashes running at once: one per core. libuv's pool would run four, and on two cores four
- * at once verified 15 % fewer a second than two, each holding its 19 MiB, while the
- * pool's other work (DNS lookups, files) waited behind them.
+ * Hashes running at once: one per core, on threads of their own (lib/hash-threads.ts). On
+ * two cores four at once verified 15 % fewer a second than two, each holding its 19 MiB.
  */
-const hashing = new Semaphore(os.availableParallelism())
+const hashing = new HashThreads(os.availableParallelism())
 
 export function hashPassword (password: string): Promise<string> {
-  return hashing.run(() => hash(password, OPTIONS))
+  return hashing.hash(password, OPTIONS)
 }
 
 // Checked when no user has the e-mail address, so that a wrong address costs as much time
@@ -35,7 +33,7 @@ export function confirmedPassword (password: string, confirmation: string | unde
  */
 export async function verifyPassword (hashed: string | undefined, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
   const against = hashed ?? await dummyHash
-  const matches = await hashing.run(() => verify(against, password), unwanted)
+  const matches = await hashing.verify(against, password, unwanted)
   if (matches === undefined) return undefined
   return hashed !== undefined && matches
 }

@@ -1,10 +1,9 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
-import type pg from 'pg'
-import pgTypes from 'pg'
+import pg from 'pg'
 import { isoTimestamp } from './pg-types.js'
 import type { RowMaker } from './statement-query.js'
 
-const { builtins } = pgTypes.types
+const { builtins } = pg.types
 
 /** How a column's text, as PostgreSQL sends it, becomes JSON: an expression of `value`. */
 const ENCODINGS: Record<string, { oids: number[], expression: string }> = {
@@ -27,7 +26,8 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]*$/i
  * A function that writes one row, the text PostgreSQL sent, straight as the JSON of an object
  * schema: the schema's properties in its order, as fast-json-stringify would write the row
  * after lib/row-builder.ts made it an object. Going through the object and the serializer
- * took about 65 µs a page of 100 students on this machine, writing the JSON at once 40.
+ * took about 65 µs a page of 100 students on this machine, writing the JSON at once 40; side
+ * by side with the ceiling, a page went from 0.94 to 1.06 times its requests a second.
  *
  * Made from the statement's row description, it refuses (throws) a column whose type it cannot
  * write as the schema says, and a property the row lacks; columns the schema does not name are
@@ -38,8 +38,10 @@ export function jsonRowWriter (schema: TObject, fields: pg.FieldDef[]): (values:
     const index = fields.findIndex(field => field.name === name)
     if (index < 0) throw new Error(`The row has no column ${name}`)
     if (!IDENTIFIER.test(name)) throw new Error(`Property name ${JSON.stringify(name)} is not a plain identifier`)
-    const encoding = ENCODINGS[encodingOf(property)]
-    if (!encoding?.oids.includes(fields[index]!.dataTypeID)) throw new Error(`Column ${name} (type ${fields[index]!.dataTypeID}) cannot be written as ${encodingOf(property)}`)
+    const kind = encodingOf(property)
+    const type = fields[index]!.dataTypeID
+    const encoding = ENCODINGS[kind]
+    if (!encoding?.oids.includes(type)) throw new Error(`Column ${name} (type ${type}) cannot be written as ${kind}`)
     const key = `${i === 0 ? '{' : ','}"${name}":`
     return `'${key}' + ((value = values[${index}]) === null ? fail('${name}') : ${encoding.expression})`
   })

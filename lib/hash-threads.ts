@@ -1,14 +1,29 @@
-import path from 'node:path'
-import { fileURLToPath } from 'node:url'
+import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import type { Options } from '@node-rs/argon2'
 import { Semaphore } from './semaphore.js'
 
-export type HashJob = { op: 'hash', password: string, options: Options } | { op: 'verify', hash: string, password: string }
-export type HashReply = { value: string | boolean } | { error: string }
+type HashJob = { op: 'hash', password: string, options: Options } | { op: 'verify', hash: string, password: string }
+type HashReply = { value: string | boolean } | { error: string }
 
-// The thread's module beside this one: TypeScript when the tests run the sources, JavaScript once built.
-const THREAD = new URL(`./hash-thread${path.extname(fileURLToPath(import.meta.url))}`, import.meta.url)
+/**
+ * What each thread runs: its jobs, one at a time. Plain JavaScript, given as source, so that
+ * a thread starts the same under the built server, the tests and `npm run dev`, whatever
+ * loader runs the TypeScript of the main thread.
+ */
+const THREAD = `
+  const { parentPort, workerData } = require('node:worker_threads')
+  const { hashSync, verifySync } = require(workerData.argon2)
+  parentPort.on('message', job => {
+    let reply
+    try {
+      reply = { value: job.op === 'hash' ? hashSync(job.password, job.options) : verifySync(job.hash, job.password) }
+    } catch (error) {
+      reply = { error: error.message }
+    }
+    parentPort.postMessage(reply)
+  })`
+const ARGON2 = createRequire(import.meta.url).resolve('@node-rs/argon2')
 
 interface Job {
   resolve: (value: string | boolean) => void
@@ -47,7 +62,7 @@ export class HashThreads {
   }
 
   #spawn (): Worker {
-    const thread = new Worker(THREAD)
+    const thread = new Worker(THREAD, { eval: true, workerData: { argon2: ARGON2 } })
     let failure: Error | undefined
     thread.on('error', error => { failure = error })
     thread.on('message', (reply: HashReply) => {

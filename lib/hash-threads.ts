@@ -40,7 +40,8 @@ interface Job {
  * 337, the main thread's CPU a login from 0.95 to 0.5 ms. libuv's pool also stays free for
  * what else uses it (DNS lookups, files).
  *
- * A thread that exits (it should not) fails the job it ran; the next job starts another.
+ * Threads start with the first jobs that need them. One that exits (it should not) fails the
+ * job it ran; the next job starts another.
  */
 export class HashThreads {
   readonly #idle: Worker[] = []
@@ -49,7 +50,6 @@ export class HashThreads {
 
   constructor (size: number) {
     this.#turns = new Semaphore(size)
-    for (let i = 0; i < size; i++) this.#idle.push(this.#spawn())
   }
 
   hash (password: string, options: Options): Promise<string> {
@@ -84,7 +84,7 @@ export class HashThreads {
     return thread
   }
 
-  // The semaphore lets no more jobs run than there are threads: one is idle, or has exited.
+  // The semaphore lets no more jobs run at once than `size`: so many threads at most.
   #send (job: HashJob): Promise<string | boolean> {
     const thread = this.#idle.pop() ?? this.#spawn()
     return new Promise((resolve, reject) => {

@@ -1,6 +1,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import pg from 'pg'
 import { isoTimestamp } from './pg-types.js'
+import { IDENTIFIER } from './row-builder.js'
 import type { RowMaker } from './statement-query.js'
 
 const { builtins } = pg.types
@@ -19,8 +20,6 @@ function encodingOf (property: TSchema): string {
   if (property.type === 'string' && (property.format === 'date' || property.format === 'date-time')) return property.format
   return property.type as string
 }
-
-const IDENTIFIER = /^[a-z_][a-z0-9_]*$/i
 
 /**
  * A function that writes one row, the text PostgreSQL sent, straight as the JSON of an object

@@ -1,7 +1,8 @@
 import type pg from 'pg'
 import { types } from './pg-types.js'
 
-const IDENTIFIER = /^[a-z_][a-z0-9_]*$/i
+/** A column or property name that generated code may hold without quoting. */
+export const IDENTIFIER = /^[a-z_][a-z0-9_]*$/i
 
 /**
  * A function that turns a row's values, the text PostgreSQL sent, into an object, each value

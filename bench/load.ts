@@ -19,6 +19,18 @@ export interface Figures {
   cpuMicros: number
 }
 
+/** A scenario's figures for one target: medians of its runs, and the requests a second of each run, round by round. */
+export interface Measured extends Figures {
+  rounds: number[]
+}
+
+/** A server to load; `next`, when given, makes its requests instead of the scenario's. */
+export interface Target {
+  url: string
+  pid: number
+  next?: () => Request
+}
+
 /** A figure of a process and its children (workers), summed, from /proc (0 where there is none). */
 async function processTree (pid: number, read: (pid: number) => Promise<number>): Promise<number> {
   const children = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '')
@@ -71,22 +83,37 @@ export async function load (url: string, next: () => Request, seconds: number, c
   }
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+export function median (values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+}
+
+/**
+ * The median, over the rounds, of a's rate over b's in the same round: two targets measured
+ * in the same rounds compared run against neighbouring run, so that the machine's drift over
+ * minutes, which moves both alike, cancels.
+ */
+export const pairedRatio = (a: Measured, b: Measured) => median(a.rounds.map((rate, i) => rate / b.rounds[i]!))
 
 /**
  * A warm-up run on each target, then `repeat` rounds of one run on each target in turn, so
  * that the machine's drift over minutes falls on every target alike; per target, the median
- * of each figure, errors summed.
+ * of each figure, errors summed. `afterRound` runs at the end of each round, for whatever
+ * else is to be measured in the same rounds.
  */
 export async function measure (
-  targets: { url: string, pid: number }[],
+  targets: Target[],
   next: () => Request,
-  opts: { seconds: number, warmup: number, repeat: number, connections: number }
-): Promise<Figures[]> {
-  if (opts.warmup > 0) for (const { url, pid } of targets) await load(url, next, opts.warmup, opts.connections, pid)
+  opts: { seconds: number, warmup: number, repeat: number, connections: number },
+  afterRound: () => Promise<void> = async () => {}
+): Promise<Measured[]> {
+  const run = (target: Target, seconds: number) => load(target.url, target.next ?? next, seconds, opts.connections, target.pid)
+  if (opts.warmup > 0) for (const target of targets) await run(target, opts.warmup)
   const runs: Figures[][] = targets.map(() => [])
   for (let i = 0; i < opts.repeat; i++) {
-    for (const [t, { url, pid }] of targets.entries()) runs[t]!.push(await load(url, next, opts.seconds, opts.connections, pid))
+    for (const [t, target] of targets.entries()) runs[t]!.push(await run(target, opts.seconds))
+    await afterRound()
   }
   return runs.map(figures => ({
     requestsPerSecond: median(figures.map(r => r.requestsPerSecond)),
@@ -95,6 +122,7 @@ export async function measure (
     errors: figures.reduce((sum, r) => sum + r.errors, 0),
     non2xx: figures.reduce((sum, r) => sum + r.non2xx, 0),
     peakRssMb: Math.max(...figures.map(r => r.peakRssMb)),
-    cpuMicros: median(figures.map(r => r.cpuMicros))
+    cpuMicros: median(figures.map(r => r.cpuMicros)),
+    rounds: figures.map(r => r.requestsPerSecond)
   }))
 }

@@ -10,7 +10,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { barChart } from './chart.js'
 import { benchDatabase, start, stop, type Server } from './harness.js'
-import { measure, type Figures, type Request } from './load.js'
+import { measure, median, pairedRatio, type Measured, type Request } from './load.js'
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3)
@@ -19,6 +19,8 @@ const CONNECTIONS = 50
 const OUT = path.resolve(process.env.BENCH_OUT ?? 'bench/results')
 const STUDENTS = 10_000
 const CLIENTS = 1_000
+/** The service answering student GETs by id in the authenticated GET's rounds, for the ratio between the two. */
+const UNAUTHENTICATED = 'service, student GET by id, same rounds'
 
 const { server, database, env, drop } = await benchDatabase()
 const servers: Server[] = []
@@ -57,9 +59,13 @@ try {
   const newStudent = () => JSON.stringify({ name: 'New Student', email: `new${++n}-${process.pid}@example.com`, age: 30, dob: '1995-05-05' })
   // Seeded student n has id n and the address studentn@example.com, which a PUT keeps.
   const wholeStudent = (id: number) => JSON.stringify({ name: 'Renamed', email: `student${id}@example.com`, age: 40, dob: '1985-05-05' })
-  const scenarios: { name: string, targets: Server[], next: () => Request }[] = [
+  const studentById = (): Request => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` })
+  // A target is a server loaded with the scenario's requests, or with requests of its own
+  // under another name, measured in the same rounds as the others for a ratio between them.
+  type Target = Server | { server: Server, name: string, next: () => Request }
+  const scenarios: { name: string, targets: Target[], next: () => Request }[] = [
     // Logging off and two workers beside the others, in the same rounds, for the ratios between them.
-    { name: 'student GET by id', targets: [service, quiet, workers, ceiling, peer], next: () => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` }) },
+    { name: 'student GET by id', targets: [service, quiet, workers, ceiling, peer], next: studentById },
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
     { name: 'student GET page of 100', targets: [service, ceiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
@@ -68,21 +74,23 @@ try {
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
     { name: 'student PATCH age', targets: [service], next: () => ({ method: 'PATCH', path: `/students/${randomId(STUDENTS)}`, body: '{"age":44}' }) },
-    { name: 'client GET by id (auth)', targets: [service, workers], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
+    { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
     { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
     { name: 'login', targets: [service], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) }
   ]
 
   console.error(`seeded ${STUDENTS} students and ${CLIENTS} clients; measuring ${SECONDS} s × ${REPEAT} after ${WARMUP} s of warm-up`)
-  const results: { scenario: string, target: string, figures: Figures }[] = []
+  const results: { scenario: string, target: string, figures: Measured }[] = []
   // The bare cost of the hash that login checks: argon2id verifications one per core at once
   // (as the service runs them) and four at once, on libuv's pool of four threads and on a
   // pool of one thread per core (as the service's threads of its own), the best rate taken;
-  // measured right after the login scenario, so the machine is alike.
+  // measured after each round of the login scenario, so that each login run is held to the
+  // bare rate of its own minutes.
   const cores = os.availableParallelism()
-  const argon2Rates: Record<string, number> = {}
+  const argon2Rounds: Record<string, number>[] = []
   const bareArgon2 = async () => {
+    const rates: Record<string, number> = {}
     for (const [parallel, pool] of [[cores, 4], [4, 4], [cores, cores]] as const) {
       const child = spawn(process.execPath, ['--import', 'tsx', 'bench/argon2-rate.ts', String(parallel), String(SECONDS)], {
         env: { ...process.env, UV_THREADPOOL_SIZE: String(pool) }, stdio: ['ignore', 'pipe', 'inherit']
@@ -90,21 +98,21 @@ try {
       let out = ''
       child.stdout.on('data', chunk => { out += chunk })
       await once(child, 'exit')
-      argon2Rates[`${parallel} at once, pool of ${pool}`] = Number(out)
+      rates[`${parallel} at once, pool of ${pool}`] = Number(out)
     }
-    return Math.max(...Object.values(argon2Rates))
+    argon2Rounds.push(rates)
   }
-  let argon2PerSecond = 0
 
   const opts = { seconds: SECONDS, warmup: WARMUP, repeat: REPEAT, connections: CONNECTIONS }
-  const endpoint = (target: Server) => ({ url: target.url, pid: target.process.pid! })
+  const endpoint = (target: Target) => 'server' in target
+    ? { url: target.server.url, pid: target.server.process.pid!, next: target.next }
+    : { url: target.url, pid: target.process.pid! }
   for (const scenario of scenarios) {
-    const figures = await measure(scenario.targets.map(endpoint), scenario.next, opts)
+    const figures = await measure(scenario.targets.map(endpoint), scenario.next, opts, scenario.name === 'login' ? bareArgon2 : undefined)
     for (const [i, target] of scenario.targets.entries()) {
       results.push({ scenario: scenario.name, target: target.name, figures: figures[i]! })
       console.error(`${scenario.name} · ${target.name}: ${Math.round(figures[i]!.requestsPerSecond)} req/s`)
     }
-    if (scenario.name === 'login') argon2PerSecond = await bareArgon2()
   }
 
   // DELETE last, each request removing another of the rows seeded for it: enough for 40,000
@@ -123,36 +131,40 @@ try {
   await db.end()
 
 
-  // The table, with each figure's ratio to the ceiling and the peer in the same run.
+  // The table, with each rate's ratio to the ceiling's and the peer's: measured in the same
+  // rounds, the median of the rounds' ratios.
   const find = (scenario: string, target: string) => results.find(r => r.scenario === scenario && r.target === target)?.figures
-  const ratio = (a: number, b: number | undefined) => b ? (a / b).toFixed(2) : ''
+  const ratio = (a: Measured, b: Measured | undefined) => b ? pairedRatio(a, b).toFixed(2) : ''
   const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'peak RSS MB', 'CPU µs/req', '× ceiling', '× peer']
   const table = results.map(({ scenario, target, figures: f }) => [
     scenario, target, Math.round(f.requestsPerSecond), f.p50, f.p99, f.errors, f.non2xx, f.peakRssMb.toFixed(0), f.cpuMicros.toFixed(0),
-    ratio(f.requestsPerSecond, find(scenario, 'ceiling')?.requestsPerSecond),
-    ratio(f.requestsPerSecond, find(scenario, 'peer')?.requestsPerSecond)
+    ratio(f, find(scenario, 'ceiling')),
+    ratio(f, find(scenario, 'peer'))
   ].map(String))
   const widths = header.map((h, i) => Math.max(h.length, ...table.map(row => row[i]!.length)))
   const line = (cells: string[]) => cells.map((cell, i) => i < 2 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!)).join('  ')
   console.log(line(header))
   for (const row of table) console.log(line(row))
 
-  const byId = find('student GET by id', 'service')!.requestsPerSecond
+  const paired = (scenario: string, a: string, b: string) => pairedRatio(find(scenario, a)!, find(scenario, b)!)
+  const bestBare = argon2Rounds.map(rates => Math.max(...Object.values(rates)))
+  const argon2PerSecond = median(bestBare)
+  const argon2Rates = Object.fromEntries(Object.keys(argon2Rounds[0]!).map(how => [how, median(argon2Rounds.map(rates => rates[how]!))]))
   const derived = {
-    'authenticated GET ÷ student GET by id': find('client GET by id (auth)', 'service')!.requestsPerSecond / byId,
-    'login ÷ bare argon2id verify': find('login', 'service')!.requestsPerSecond / argon2PerSecond,
-    'logging on ÷ logging off': byId / find('student GET by id', 'service, logging off')!.requestsPerSecond,
-    '2 workers ÷ 1 process, student GET by id': find('student GET by id', 'service, 2 workers')!.requestsPerSecond / byId,
-    '2 workers ÷ 1 process, authenticated GET': find('client GET by id (auth)', 'service, 2 workers')!.requestsPerSecond /
-      find('client GET by id (auth)', 'service')!.requestsPerSecond
+    'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
+    'login ÷ bare argon2id verify': median(find('login', 'service')!.rounds.map((rate, i) => rate / bestBare[i]!)),
+    'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
+    '2 workers ÷ 1 process, student GET by id': paired('student GET by id', 'service, 2 workers', 'service'),
+    '2 workers ÷ 1 process, authenticated GET': paired('client GET by id (auth)', 'service, 2 workers', 'service')
   }
-  console.log(`\nbare argon2id verify: ${argon2PerSecond.toFixed(1)}/s (${Object.entries(argon2Rates).map(([how, rate]) => `${how}: ${rate.toFixed(1)}`).join('; ')})`)
+  console.log(`\nbare argon2id verify, median of the rounds' best: ${argon2PerSecond.toFixed(1)}/s (medians: ${Object.entries(argon2Rates).map(([how, rate]) => `${how}: ${rate.toFixed(1)}`).join('; ')})`)
+  console.log('ratios between targets of the same rounds, the median of the rounds\' ratios:')
   for (const [name, value] of Object.entries(derived)) console.log(`${name}: ${value.toFixed(2)}`)
 
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
-  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Rates, derived, results }, null, 2) + '\n')
-  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', ceiling: '#718096', peer: '#dd6b20' }
+  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Rates, argon2Rounds, derived, results }, null, 2) + '\n')
+  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [UNAUTHENTICATED]: '#90cdf4', ceiling: '#718096', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,
     results.map(({ scenario, target, figures }) => ({ label: `${scenario} · ${target}`, value: figures.requestsPerSecond, colour: colours[target] ?? '#2b6cb0' }))

@@ -90,11 +90,11 @@ export function median (values: number[]): number {
 }
 
 /**
- * The median, over the rounds, of a's rate over b's in the same round: two targets measured
- * in the same rounds compared run against neighbouring run, so that the machine's drift over
+ * The median, over the rounds, of a's rate over b's in the same round: two rates measured in
+ * the same rounds compared run against neighbouring run, so that the machine's drift over
  * minutes, which moves both alike, cancels.
  */
-export const pairedRatio = (a: Measured, b: Measured) => median(a.rounds.map((rate, i) => rate / b.rounds[i]!))
+export const pairedRatio = (a: number[], b: number[]) => median(a.map((rate, i) => rate / b[i]!))
 
 /**
  * A warm-up run on each target, then `repeat` rounds of one run on each target in turn, so

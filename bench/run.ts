@@ -134,7 +134,7 @@ try {
   // The table, with each rate's ratio to the ceiling's and the peer's: measured in the same
   // rounds, the median of the rounds' ratios.
   const find = (scenario: string, target: string) => results.find(r => r.scenario === scenario && r.target === target)?.figures
-  const ratio = (a: Measured, b: Measured | undefined) => b ? pairedRatio(a, b).toFixed(2) : ''
+  const ratio = (a: Measured, b: Measured | undefined) => b ? pairedRatio(a.rounds, b.rounds).toFixed(2) : ''
   const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'peak RSS MB', 'CPU µs/req', '× ceiling', '× peer']
   const table = results.map(({ scenario, target, figures: f }) => [
     scenario, target, Math.round(f.requestsPerSecond), f.p50, f.p99, f.errors, f.non2xx, f.peakRssMb.toFixed(0), f.cpuMicros.toFixed(0),
@@ -146,13 +146,13 @@ try {
   console.log(line(header))
   for (const row of table) console.log(line(row))
 
-  const paired = (scenario: string, a: string, b: string) => pairedRatio(find(scenario, a)!, find(scenario, b)!)
+  const paired = (scenario: string, a: string, b: string) => pairedRatio(find(scenario, a)!.rounds, find(scenario, b)!.rounds)
   const bestBare = argon2Rounds.map(rates => Math.max(...Object.values(rates)))
   const argon2PerSecond = median(bestBare)
   const argon2Rates = Object.fromEntries(Object.keys(argon2Rounds[0]!).map(how => [how, median(argon2Rounds.map(rates => rates[how]!))]))
   const derived = {
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
-    'login ÷ bare argon2id verify': median(find('login', 'service')!.rounds.map((rate, i) => rate / bestBare[i]!)),
+    'login ÷ bare argon2id verify': pairedRatio(find('login', 'service')!.rounds, bestBare),
     'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
     '2 workers ÷ 1 process, student GET by id': paired('student GET by id', 'service, 2 workers', 'service'),
     '2 workers ÷ 1 process, authenticated GET': paired('client GET by id (auth)', 'service, 2 workers', 'service')

@@ -3,10 +3,11 @@
 // it). Run as a child of bench/run.ts, so that each pool size gets a process of its own;
 // prints verifications a second.
 import { hash, verify } from '@node-rs/argon2'
+import { ARGON2_OPTIONS } from '../lib/argon2-options.js'
 
 const [parallel, seconds] = process.argv.slice(2).map(Number) as [number, number]
 const password = 'a benchmark password'
-const stored = await hash(password, { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 })
+const stored = await hash(password, ARGON2_OPTIONS)
 let verified = 0
 const until = Date.now() + seconds * 1000
 await Promise.all(Array.from({ length: parallel }, async () => {

@@ -34,7 +34,7 @@ interface Job {
  * Threads of their own for argon2id, each running one hash at a time; more jobs wait their
  * turn. @node-rs/argon2's asynchronous calls run on libuv's pool of four threads: two
  * hashes at once there verified about 9 % fewer a second than on two threads that do
- * nothing else (390 against 425 on this machine's two cores), each hash's 19 MiB going to
+ * nothing else (390 against 425 on the two cores of an AMD EPYC), each hash's 19 MiB going to
  * whichever of the four threads took it; handing a hash to a pool of four held the main
  * thread 150-300 µs, to a pool of two 15. Side by side, logins a second went from 269 to
  * 337, the main thread's CPU a login from 0.95 to 0.5 ms. libuv's pool also stays free for

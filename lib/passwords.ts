@@ -1,10 +1,7 @@
 import os from 'node:os'
+import { ARGON2_OPTIONS } from './argon2-options.js'
 import { HashThreads } from './hash-threads.js'
 import { InvalidFields } from './invalid-fields.js'
-
-/** argon2id with the OWASP minimum: 19 MiB of memory, 2 passes, 1 lane. */
-// `algorithm: 2` is Algorithm.Argon2id, a const enum that isolated modules cannot import.
-const OPTIONS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
 
 /**
  * Hashes running at once: one per core, on threads of their own (lib/hash-threads.ts). On
@@ -13,7 +10,7 @@ const OPTIONS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 
 const hashing = new HashThreads(os.availableParallelism())
 
 export function hashPassword (password: string): Promise<string> {
-  return hashing.hash(password, OPTIONS)
+  return hashing.hash(password, ARGON2_OPTIONS)
 }
 
 // Checked when no user has the e-mail address, so that a wrong address costs as much time

@@ -1,5 +1,5 @@
-// The SQL the service's knex queries produce for the benchmarked student routes, so that
-// the ceiling and the peer run exactly the same statements.
+// The SQL the service's knex queries produce for the benchmarked routes, so that the ceiling
+// and the peer run exactly the same statements.
 import pg from 'pg'
 import { SESSION_OPTIONS, types } from '../../lib/pg-types.js'
 
@@ -8,7 +8,8 @@ const COLUMNS = '"id", "name", "email", "age", "dob", "created_at", "updated_at"
 export const SQL = {
   byId: `select ${COLUMNS} from "students" where "id" = $1 limit $2`,
   page: `select ${COLUMNS} from "students" where "id" > $1 order by "id" asc limit $2`,
-  insert: `insert into "students" ("age", "dob", "email", "name") values ($1, $2, $3, $4) returning ${COLUMNS}`
+  insert: `insert into "students" ("age", "dob", "email", "name") values ($1, $2, $3, $4) returning ${COLUMNS}`,
+  credentials: 'select "u"."id", "u"."password", "u"."token_generation" from "users" as "u" where "u"."deleted_at" is null and lower(u.email) = lower($1) limit $2'
 }
 
 /** A pool on the database of DB_HOST … DB_PASSWORD, with the service's session and type parsers. */

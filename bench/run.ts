@@ -149,13 +149,13 @@ try {
   console.log(line(header))
   for (const row of table) console.log(line(row))
 
-  // Each a ratio of rates measured in the same rounds, or undefined where they were not measured.
   // The bare rate is that of the way of hashing fastest over all rounds (the highest median),
   // round by round: the highest of each round's three rates would pick the luckiest of three
   // runs of much the same thing, a few per cent above any one of them on a noisy machine.
   const argon2Rates = Object.fromEntries(Object.keys(argon2Rounds[0] ?? {}).map(how => [how, median(argon2Rounds.map(rates => rates[how]!))]))
   const fastest = Object.keys(argon2Rates).sort((a, b) => argon2Rates[b]! - argon2Rates[a]!)[0]
   const bare = fastest ? argon2Rounds.map(rates => rates[fastest]!) : []
+  // Ratios of rates measured in the same rounds; undefined where a scenario was not measured (BENCH_ONLY).
   const rounds = (scenario: string, target: string) => target === 'bare' ? bare : find(scenario, target)?.rounds
   const paired = (scenario: string, a: string, b: string) => {
     const [ra, rb] = [rounds(scenario, a), rounds(scenario, b)]

@@ -2,6 +2,7 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
 import { verifyPassword } from '../../lib/passwords.js'
+import { AUDIENCE, ISSUER } from '../../plugins/auth.js'
 import { pool, SQL } from './sql.js'
 
 const db = pool()
@@ -11,7 +12,7 @@ const base64url = (text: string) => Buffer.from(text).toString('base64url')
 const JWT_HEADER = base64url('{"alg":"HS256","typ":"JWT"}')
 function token (user: { id: number, token_generation: number }) {
   const iat = Math.floor(Date.now() / 1000)
-  const claims = base64url(JSON.stringify({ sub: String(user.id), jti: randomUUID(), gen: user.token_generation, iat, exp: iat + 3600, iss: 'student-records-api', aud: 'student-records-api' }))
+  const claims = base64url(JSON.stringify({ sub: String(user.id), jti: randomUUID(), gen: user.token_generation, iat, exp: iat + 3600, iss: ISSUER, aud: AUDIENCE }))
   const signature = createHmac('sha256', process.env.JWT_SECRET!).update(`${JWT_HEADER}.${claims}`).digest('base64url')
   return `${JWT_HEADER}.${claims}.${signature}`
 }

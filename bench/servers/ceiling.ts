@@ -17,6 +17,12 @@ function token (user: { id: number, token_generation: number }) {
   return `${JWT_HEADER}.${claims}.${signature}`
 }
 
+async function readJson (req: http.IncomingMessage) {
+  let body = ''
+  for await (const chunk of req) body += chunk
+  return JSON.parse(body)
+}
+
 function send (res: http.ServerResponse, status: number, body: unknown) {
   const json = JSON.stringify(body)
   res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) })
@@ -37,18 +43,14 @@ const server = http.createServer(async (req, res) => {
       return send(res, 200, rows.slice(0, limit))
     }
     if (req.method === 'POST' && url.pathname === '/students') {
-      let body = ''
-      for await (const chunk of req) body += chunk
-      const { name, email, age, dob } = JSON.parse(body)
+      const { name, email, age, dob } = await readJson(req)
       const { rows } = await db.query({ name: 'insert', text: SQL.insert, values: [age, dob, email, name] })
       res.setHeader('location', `/students/${rows[0].id}`)
       return send(res, 201, rows[0])
     }
     // Login as the service hashes it (the same threads), without its rate limit.
     if (req.method === 'POST' && url.pathname === '/api/login') {
-      let body = ''
-      for await (const chunk of req) body += chunk
-      const { email, password } = JSON.parse(body)
+      const { email, password } = await readJson(req)
       const { rows: [user] } = await db.query({ name: 'credentials', text: SQL.credentials, values: [email, 1] })
       if (!await verifyPassword(user?.password, password, () => req.socket.destroyed)) return send(res, 401, { message: 'unauthorized' })
       return send(res, 200, { success: true, data: token(user) })

@@ -48,3 +48,22 @@ t.test('a thread that exits fails its job, and the next job has a thread again',
   await Promise.all([once(thread, 'exit'), thread.terminate()])
   t.equal(await threads.verify(hash, 'a', () => false), true, 'not sent to the thread that exited while idle')
 })
+
+t.test('each thread holds its next job: a job is sent before the one ahead of it is done, and to an idle thread first', async t => {
+  const threads = new HashThreads(2)
+  const hash = await threads.hash('a', OPTIONS)
+  const send = Worker.prototype.postMessage
+  const sentTo: Worker[] = []
+  Worker.prototype.postMessage = function (this: Worker, message: unknown) {
+    sentTo.push(this)
+    send.call(this, message)
+  }
+  t.teardown(() => { Worker.prototype.postMessage = send })
+
+  const jobs = Array.from({ length: 5 }, () => threads.verify(hash, 'a', () => false))
+  t.equal(sentTo.length, 4, 'two jobs a thread, sent at once, before any is done')
+  t.equal(new Set(sentTo.slice(0, 2)).size, 2, 'the first two to two threads')
+  t.equal(new Set(sentTo).size, 2, 'two threads in all')
+  t.same(await Promise.all(jobs), [true, true, true, true, true])
+  t.equal(sentTo.length, 5, 'the fifth once a thread was done with one')
+})

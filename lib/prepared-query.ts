@@ -23,7 +23,7 @@ export interface Database {
 const FIRST_PLACEHOLDER = Number.MIN_SAFE_INTEGER
 
 /** The statements whose replies lib/statement-query.ts handles: no COPY, never empty. */
-const HANDLED = /^(select|insert|update|delete|with)\s/i
+const HANDLED = /^\s*(select|insert|update|delete|with)\s/i
 
 interface KnexClient {
   acquireConnection (): Promise<pg.Client>
@@ -31,14 +31,14 @@ interface KnexClient {
 }
 
 /**
- * `build` receives one stand-in per argument and returns the query; `name` must be unique
+ * `build` receives one stand-in per argument and returns the query (built, or raw); `name` must be unique
  * to the SQL text, as PostgreSQL keeps it per connection. Rows are objects of the columns
  * (lib/row-builder.ts) unless `makeRow` makes them otherwise.
  */
 export function prepare<Args extends Scalar[], Row> (
   { knex, pool }: Database,
   name: string,
-  build: (...args: never[]) => Knex.QueryBuilder,
+  build: (...args: never[]) => Knex.QueryBuilder | Knex.Raw,
   makeRow?: RowMaker<Row>
 ): PreparedQuery<Args, Row> {
   const placeholders = Array.from({ length: build.length }, (_, i) => FIRST_PLACEHOLDER + i)

@@ -1,25 +1,44 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
+import { prepare } from '../lib/prepared-query.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** Hook factory: counts the attempt per IP (at most `perIp`) and per e-mail of the body, or 429. */
     rateLimit: (scope: string, perIp?: number) => (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /**
+     * The keys of an attempt for a route that counts it in a statement of its own
+     * (`countAttempt`, beside what else the statement does), and the check of its counts.
+     */
+    attempt: (scope: string, request: FastifyRequest, email: string | undefined) => Attempt
   }
 }
 
+/** The count under one key, and the seconds left in its window. */
+export interface AttemptCount { key: string, hits: number, retry_after: number }
+
+export interface Attempt {
+  /** The seconds of a window, and the keys to count under: the client IP's, the e-mail address's if any. */
+  windowSeconds: number
+  ipKey: string
+  emailKey: string | null
+  /** Answers 429, with Retry-After, when a count is past its key's limit. */
+  check: (reply: FastifyReply, counts: AttemptCount[]) => void
+}
+
 /**
- * Counts one attempt under each key and answers every key's count and the seconds left in its
- * window. A named prepared statement on the pool of the hot paths, as it runs on every login,
- * register and 404: parsed and planned once per connection, not per attempt.
+ * Counts one attempt under each key, the e-mail's unless null, and answers each count and the
+ * seconds left in its window: an INSERT … RETURNING, for a prepared statement of its own or
+ * for a WITH of one that does more (login looks the user up in the same round trip).
  */
-const HIT = `
+export const countAttempt = (knex: Knex, windowSeconds: number, ipKey: string, emailKey: string | null) => knex.raw(`
   insert into rate_limits as r (key, hits, reset_at)
-  select key, 1, now() + make_interval(secs => $1) from unnest($2::text[]) as key
+  select key, 1, now() + make_interval(secs => ?) from unnest(array[?, ?]::text[]) as key where key is not null
   on conflict (key) do update set
     hits = case when r.reset_at <= now() then 1 else r.hits + 1 end,
     reset_at = case when r.reset_at <= now() then excluded.reset_at else r.reset_at end
-  returning key, hits, ceil(extract(epoch from reset_at - now()))::int as retry_after`
+  returning key, hits, ceil(extract(epoch from reset_at - now()))::int as retry_after`, [windowSeconds, ipKey, emailKey])
 
 /** Counters whose window has passed; kept, they would add up to a row per client IP and per address ever tried. */
 const SWEEP = 'delete from rate_limits where reset_at <= now()'
@@ -39,20 +58,35 @@ export default fp(async (fastify) => {
   }, Math.min(windowSeconds, 600) * 1000).unref()
   fastify.addHook('onClose', async () => clearInterval(sweep))
 
-  fastify.decorate('rateLimit', (scope: string, perIp = fastify.config.auth.rateLimit.perIp) => async (request: FastifyRequest, reply: FastifyReply) => {
-    const email = (request.body as { email?: unknown } | undefined)?.email
-    const keys: [string, number][] = [[`${scope}:ip:${request.ip}`, perIp]]
-    if (typeof email === 'string') keys.push([`${scope}:email:${email.trim().toLowerCase()}`, perEmail])
+  // On the pool of the hot paths, as it runs on every login, register and 404: parsed and
+  // planned once per connection, not per attempt.
+  const hit = prepare<[windowSeconds: number, ipKey: string, emailKey: string | null], AttemptCount>(
+    { knex: fastify.knex, pool: fastify.pgPool }, 'rate-limit.hit',
+    (seconds, ipKey, emailKey) => countAttempt(fastify.knex, seconds, ipKey, emailKey))
 
-    const { rows } = await fastify.pgPool.query<{ key: string, hits: number, retry_after: number }>({
-      name: 'rate-limit.hit', text: HIT, values: [windowSeconds, keys.map(([key]) => key)]
-    })
-
-    const limits = new Map(keys)
-    const over = rows.filter(row => row.hits > limits.get(row.key)!)
-    if (over.length > 0) {
-      reply.header('retry-after', String(Math.max(1, ...over.map(row => row.retry_after))))
-      throw fastify.httpErrors.tooManyRequests('Too many attempts; try again later')
+  const attempt = (scope: string, request: FastifyRequest, email: string | undefined, perIp = fastify.config.auth.rateLimit.perIp): Attempt => {
+    const ipKey = `${scope}:ip:${request.ip}`
+    const emailKey = email === undefined ? null : `${scope}:email:${email.trim().toLowerCase()}`
+    return {
+      windowSeconds,
+      ipKey,
+      emailKey,
+      check (reply, counts) {
+        const over = counts.filter(({ key, hits }) => hits > (key === ipKey ? perIp : perEmail))
+        if (over.length > 0) {
+          reply.header('retry-after', String(Math.max(1, ...over.map(count => count.retry_after))))
+          throw fastify.httpErrors.tooManyRequests('Too many attempts; try again later')
+        }
+      }
     }
+  }
+  fastify.decorate('attempt', (scope: string, request: FastifyRequest, email: string | undefined) => attempt(scope, request, email))
+
+  fastify.decorate('rateLimit', (scope: string, perIp?: number) => async (request: FastifyRequest, reply: FastifyReply) => {
+    // Before validation, so that a malformed body counts too: the e-mail only if it is a string.
+    const email = (request.body as { email?: unknown } | undefined)?.email
+    const counted = attempt(scope, request, typeof email === 'string' ? email : undefined, perIp)
+    const { rows } = await hit([counted.windowSeconds, counted.ipKey, counted.emailKey])
+    counted.check(reply, rows)
   })
 }, { name: 'rate-limit', dependencies: ['config', 'knex', 'sensible'] })

@@ -12,9 +12,13 @@ const BODY_LIMIT = 8 * 1024
 const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const { usersRepository, rolesRepository } = fastify
 
-  fastify.post('/login', { schema: authSchemas.login, bodyLimit: BODY_LIMIT, preValidation: fastify.rateLimit('login') }, async (request, reply) => {
+  // Login counts its attempt in the statement that looks the user up (register, in a hook,
+  // before validation): a malformed body, answered 400 without a hash, is not counted.
+  fastify.post('/login', { schema: authSchemas.login, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { email, password } = request.body
-    const user = await usersRepository.findCredentials(email)
+    const attempt = fastify.attempt('login', request, email)
+    const { counts, user } = await usersRepository.findCredentialsCounting(email, attempt)
+    attempt.check(reply, counts)
     // Hashes wait their turn, one per core; by then the request may have been answered
     // (HANDLER_TIMEOUT) or dropped. Hashing for nobody would make every later login wait
     // longer still under a flood of them.

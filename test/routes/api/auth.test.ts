@@ -154,6 +154,18 @@ t.test('login and register are rate limited per IP and per e-mail address', asyn
   t.equal(registers.statusCode, 400, 'register counts separately from login')
 })
 
+t.test('a malformed login is answered 400 without being counted; a well-formed one is counted', async t => {
+  const plain = await build(t)
+  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1, perEmail: 10, windowSeconds: 60 } } })
+  const login = (payload: object) => app.inject({ method: 'POST', url: '/api/login', payload, remoteAddress: '10.0.0.1' })
+  for (const payload of [{}, { email: 'a@example.com' }, { email: 'a@example.com', password: '' }, { email: 'a@example.com', password: 'x', extra: 1 }]) {
+    t.equal((await login(payload)).statusCode, 400)
+  }
+  t.same(await app.knex('rate_limits').pluck('key'), [], 'nothing counted')
+  t.equal((await login({ email: 'a@example.com', password: 'wrong password' })).statusCode, 401)
+  t.equal((await login({ email: 'b@example.com', password: 'wrong password' })).statusCode, 429, 'the IP\'s one attempt is spent')
+})
+
 t.test('counters whose window has passed are swept away', async t => {
   const plain = await build(t)
   const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, windowSeconds: 1 } } })

@@ -29,16 +29,17 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
       (select json_agg(json_build_object('id', r.id, 'name', r.name) order by r.id)
        from user_roles ur join roles r on r.id = ur.role_id
        where ur.user_id = u.id), '[]') as roles`))
+  const credentialsOf = (email: string) => live(knex)
+    .select('u.id', 'u.password', 'u.token_generation').whereRaw('lower(u.email) = lower(?)', [email])
 
   const queries = {
-    credentials: prepare<[email: string], Credentials>(database, 'users.credentials', email =>
-      live(knex).select('u.id', 'u.password', 'u.token_generation').whereRaw('lower(u.email) = lower(?)', [email]).first()),
+    credentials: prepare<[email: string], Credentials>(database, 'users.credentials', email => credentialsOf(email).first()),
     countedCredentials: prepare<[windowSeconds: number, ipKey: string, emailKey: string | null, email: string], CountedCredentials>(
       database, 'users.counted-credentials', (windowSeconds, ipKey, emailKey, email) => knex
         .with('counts', countAttempt(knex, windowSeconds, ipKey, emailKey))
         .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password', 'user.token_generation')
         .from('counts as c')
-        .leftJoin(live(knex).select('u.id', 'u.password', 'u.token_generation').whereRaw('lower(u.email) = lower(?)', [email]).as('user'), knex.raw('true'))),
+        .leftJoin(credentialsOf(email).as('user'), knex.raw('true'))),
     profile: prepare<[id: number], Profile>(database, 'users.profile', id => live(knex).where('u.id', id).first(
       'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
       knex.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id

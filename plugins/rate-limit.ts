@@ -11,7 +11,7 @@ declare module 'fastify' {
      * The keys of an attempt for a route that counts it in a statement of its own
      * (`countAttempt`, beside what else the statement does), and the check of its counts.
      */
-    attempt: (scope: string, request: FastifyRequest, email: string | undefined) => Attempt
+    attempt: (scope: string, request: FastifyRequest, email: string | undefined, perIp?: number) => Attempt
   }
 }
 
@@ -58,13 +58,13 @@ export default fp(async (fastify) => {
   }, Math.min(windowSeconds, 600) * 1000).unref()
   fastify.addHook('onClose', async () => clearInterval(sweep))
 
-  // On the pool of the hot paths, as it runs on every login, register and 404: parsed and
-  // planned once per connection, not per attempt.
+  // On the pool of the hot paths, as it runs on every register and 404: parsed and planned
+  // once per connection, not per attempt.
   const hit = prepare<[windowSeconds: number, ipKey: string, emailKey: string | null], AttemptCount>(
     { knex: fastify.knex, pool: fastify.pgPool }, 'rate-limit.hit',
     (seconds, ipKey, emailKey) => countAttempt(fastify.knex, seconds, ipKey, emailKey))
 
-  const attempt = (scope: string, request: FastifyRequest, email: string | undefined, perIp = fastify.config.auth.rateLimit.perIp): Attempt => {
+  fastify.decorate('attempt', (scope: string, request: FastifyRequest, email: string | undefined, perIp = fastify.config.auth.rateLimit.perIp): Attempt => {
     const ipKey = `${scope}:ip:${request.ip}`
     const emailKey = email === undefined ? null : `${scope}:email:${email.trim().toLowerCase()}`
     return {
@@ -79,13 +79,12 @@ export default fp(async (fastify) => {
         }
       }
     }
-  }
-  fastify.decorate('attempt', (scope: string, request: FastifyRequest, email: string | undefined) => attempt(scope, request, email))
+  })
 
   fastify.decorate('rateLimit', (scope: string, perIp?: number) => async (request: FastifyRequest, reply: FastifyReply) => {
     // Before validation, so that a malformed body counts too: the e-mail only if it is a string.
     const email = (request.body as { email?: unknown } | undefined)?.email
-    const counted = attempt(scope, request, typeof email === 'string' ? email : undefined, perIp)
+    const counted = fastify.attempt(scope, request, typeof email === 'string' ? email : undefined, perIp)
     const { rows } = await hit([counted.windowSeconds, counted.ipKey, counted.emailKey])
     counted.check(reply, rows)
   })

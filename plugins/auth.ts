@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { MAX_ID } from '../lib/paging.js'
 import { VerifiedTokens } from '../lib/verified-tokens.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
@@ -43,6 +44,16 @@ declare module 'fastify' {
 export const ISSUER = 'student-records-api'
 export const AUDIENCE = 'student-records-api'
 const BEARER = /^Bearer +([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*) *$/i
+/** The claims exactly as `issueToken` writes them: a user id in plain decimal, a version 4 UUID. */
+const USER_ID = /^[1-9]\d{0,9}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** Whether the claims are of the forms the service signs; anything else, even validly signed, is refused. */
+function wellFormed (claims: TokenClaims): boolean {
+  return typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= MAX_ID &&
+    typeof claims.jti === 'string' && UUID.test(claims.jti) &&
+    Number.isSafeInteger(claims.gen) && claims.gen >= 0
+}
 
 /**
  * Bearer tokens: HS256 JWTs with sub, jti, iat, exp, iss and aud all required. A token's
@@ -84,10 +95,8 @@ export default fp(async (fastify) => {
     } catch {
       throw unauthorized(reply, 'The token is invalid or has expired')
     }
+    if (!wellFormed(claims)) throw unauthorized(reply, 'The token is invalid or has expired')
     const id = Number(claims.sub)
-    if (!Number.isSafeInteger(id) || typeof claims.gen !== 'number' || typeof claims.jti !== 'string') {
-      throw unauthorized(reply, 'The token is invalid or has expired')
-    }
 
     const cache = fastify.callerCache
     let caller = cache.get(claims.jti)
@@ -99,9 +108,11 @@ export default fp(async (fastify) => {
         left join user_roles ur on ur.user_id = u.id
         left join role_permissions rp on rp.role_id = ur.role_id
         left join permissions p on p.id = rp.permission_id
-        where u.id = ? and u.deleted_at is null and u.token_generation = ?
+        where u.id = ? and u.deleted_at is null
+          and (u.token_generation = ? or exists (select 1 from kept_tokens k
+            where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation))
           and not exists (select 1 from revoked_tokens where jti = ?)
-        group by u.id`, [id, claims.gen, claims.jti]).options({ name: 'auth.caller' })
+        group by u.id`, [id, claims.gen, claims.jti, claims.jti]).options({ name: 'auth.caller' })
       if (rows.length === 0) throw unauthorized(reply, 'The token is no longer valid')
       caller = { userId: id, permissions: new Set(rows[0]!.permissions) }
       cache.set(claims.jti, caller, version)

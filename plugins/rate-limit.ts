@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
+import { emailKey } from '../lib/email.js'
 import { prepare } from '../lib/prepared-query.js'
 
 declare module 'fastify' {
@@ -22,7 +23,7 @@ export interface Attempt {
   /** The seconds of a window, and the keys to count under: the client IP's, the e-mail address's if any. */
   windowSeconds: number
   ipKey: string
-  emailKey: string | null
+  emailCounter: string | null
   /** Answers 429, with Retry-After, when a count is past its key's limit. */
   check: (reply: FastifyReply, counts: AttemptCount[]) => void
 }
@@ -32,13 +33,13 @@ export interface Attempt {
  * seconds left in its window: an INSERT … RETURNING, for a prepared statement of its own or
  * for a WITH of one that does more (login looks the user up in the same round trip).
  */
-export const countAttempt = (knex: Knex, windowSeconds: number, ipKey: string, emailKey: string | null) => knex.raw(`
+export const countAttempt = (knex: Knex, windowSeconds: number, ipKey: string, emailCounter: string | null) => knex.raw(`
   insert into rate_limits as r (key, hits, reset_at)
   select key, 1, now() + make_interval(secs => ?) from unnest(array[?, ?]::text[]) as key where key is not null
   on conflict (key) do update set
     hits = case when r.reset_at <= now() then 1 else r.hits + 1 end,
     reset_at = case when r.reset_at <= now() then excluded.reset_at else r.reset_at end
-  returning key, hits, ceil(extract(epoch from reset_at - now()))::int as retry_after`, [windowSeconds, ipKey, emailKey])
+  returning key, hits, ceil(extract(epoch from reset_at - now()))::int as retry_after`, [windowSeconds, ipKey, emailCounter])
 
 /** Counters whose window has passed; kept, they would add up to a row per client IP and per address ever tried. */
 const SWEEP = 'delete from rate_limits where reset_at <= now()'
@@ -60,17 +61,18 @@ export default fp(async (fastify) => {
 
   // On the pool of the hot paths, as it runs on every register and 404: parsed and planned
   // once per connection, not per attempt.
-  const hit = prepare<[windowSeconds: number, ipKey: string, emailKey: string | null], AttemptCount>(
+  const hit = prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null], AttemptCount>(
     { knex: fastify.knex, pool: fastify.pgPool }, 'rate-limit.hit',
-    (seconds, ipKey, emailKey) => countAttempt(fastify.knex, seconds, ipKey, emailKey))
+    (seconds, ipKey, emailCounter) => countAttempt(fastify.knex, seconds, ipKey, emailCounter))
 
   fastify.decorate('attempt', (scope: string, request: FastifyRequest, email: string | undefined, perIp = fastify.config.auth.rateLimit.perIp): Attempt => {
     const ipKey = `${scope}:ip:${request.ip}`
-    const emailKey = email === undefined ? null : `${scope}:email:${email.trim().toLowerCase()}`
+    // Counted under the form that also decides which user the address names.
+    const emailCounter = email === undefined ? null : `${scope}:email:${emailKey(email)}`
     return {
       windowSeconds,
       ipKey,
-      emailKey,
+      emailCounter,
       check (reply, counts) {
         const over = counts.filter(({ key, hits }) => hits > (key === ipKey ? perIp : perEmail))
         if (over.length > 0) {
@@ -85,7 +87,7 @@ export default fp(async (fastify) => {
     // Before validation, so that a malformed body counts too: the e-mail only if it is a string.
     const email = (request.body as { email?: unknown } | undefined)?.email
     const counted = fastify.attempt(scope, request, typeof email === 'string' ? email : undefined, perIp)
-    const { rows } = await hit([counted.windowSeconds, counted.ipKey, counted.emailKey])
+    const { rows } = await hit([counted.windowSeconds, counted.ipKey, counted.emailCounter])
     counted.check(reply, rows)
   })
 }, { name: 'rate-limit', dependencies: ['config', 'knex', 'sensible'] })

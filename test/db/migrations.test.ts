@@ -44,3 +44,22 @@ t.test('an instance waits for another\'s migration however long it takes past Fa
   t.ok(Date.now() - started >= 11_000, 'it waited for the lock')
   t.ok(await app.knex.schema.hasTable('students'), 'then migrated and started')
 })
+
+t.test('users.email_key: filled in for the users already there, and for writes of the previous version', async t => {
+  const app = await build(t)
+  // Back to the schema before the column, with users written then.
+  while ((await app.knex.migrate.currentVersion()) >= '20261123010000') await app.knex.migrate.down()
+  const ids = await app.knex('users').insert([
+    { name: 'A', email: 'Ada@Example.com', password: 'x' },
+    { name: 'B', email: '\uFF22ob@example.com', password: 'x' }
+  ]).returning('id')
+  await app.knex.migrate.latest()
+  const keys = async () => (await app.knex('users').whereIn('id', ids.map(row => row.id)).orderBy('id').select('email_key')).map(row => row.email_key)
+  t.same(await keys(), ['ada@example.com', 'bob@example.com'], 'the users already there')
+
+  // The previous version, still serving during a rolling deploy, writes no email_key.
+  const [{ id }] = await app.knex('users').insert({ name: 'C', email: 'Cy@Example.com', password: 'x' }).returning('id')
+  await app.knex('users').where({ id: ids[0]!.id }).update({ email: 'Ada.New@Example.com' })
+  t.same(await keys(), ['ada.new@example.com', 'bob@example.com'], 'an e-mail changed without its key')
+  t.equal((await app.knex('users').where({ id }).first()).email_key, 'cy@example.com', 'a user inserted without one')
+})

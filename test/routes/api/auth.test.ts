@@ -154,6 +154,33 @@ t.test('login and register are rate limited per IP and per e-mail address', asyn
   t.equal(registers.statusCode, 400, 'register counts separately from login')
 })
 
+t.test('one form of an e-mail address decides both whose it is and what it is counted as', async t => {
+  const app = await build(t)
+  const limited = await build(t, { db: app.config.db, auth: { ...app.config.auth, rateLimit: { ...app.config.auth.rateLimit, perIp: 1000, perEmail: 3, windowSeconds: 60 } } })
+  const { email } = await userWithRoles(app, [], 'kit@example.com')
+  const login = (address: string, password = PASSWORD) =>
+    limited.inject({ method: 'POST', url: '/api/login', payload: { email: address, password } })
+  // Case, fullwidth letters and the Kelvin sign fold together; "İ" (U+0130) is another letter.
+  const spellings = ['KIT@EXAMPLE.COM', '\uFF4B\uFF49\uFF54@example.com', '\u212Ait@example.com', 'Kit@\uFF25XAMPLE.com']
+
+  for (const spelling of spellings) {
+    t.equal((await login(spelling)).statusCode, 200, `${spelling} names the user`)
+    await limited.knex('rate_limits').delete()
+  }
+  const dotted = 'k\u0130t@example.com'
+  t.equal((await login(dotted)).statusCode, 401, 'a spelling with İ names nobody')
+
+  await limited.knex('rate_limits').delete()
+  for (const spelling of spellings.slice(0, 3)) t.equal((await login(spelling, 'wrong password')).statusCode, 401)
+  for (const spelling of [email, ...spellings]) {
+    t.equal((await login(spelling)).statusCode, 429, `after three failures under any spelling, ${spelling} is held back`)
+  }
+  t.not((await login(dotted)).statusCode, 200, 'and a spelling with İ does not get in either')
+
+  const taken = await app.inject({ method: 'POST', url: '/api/register', payload: { name: 'K', email: 'KIT@example.com', password: PASSWORD, c_password: PASSWORD } })
+  t.equal(taken.statusCode, 409, 'the address is taken in any case')
+})
+
 t.test('a malformed login is answered 400 without being counted; a well-formed one is counted', async t => {
   const plain = await build(t)
   const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1, perEmail: 10, windowSeconds: 60 } } })

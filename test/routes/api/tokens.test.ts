@@ -60,6 +60,15 @@ t.test('every protected route refuses a missing, malformed, forged, expired or r
     ['a wrong aud', bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, aud: 'someone-else' }))],
     ['expired', bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub: String(expiredUser.id), iat: now - 7200, exp: now - 3600 }))],
     ['a sub that is no user id', bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub: 'admin' }))],
+    // Validly signed, but not in the forms the service signs: never taken for the user, never a 500.
+    ...['1.0', ' 1', '1e0', '01', '+1', `${id}.0`, ` ${id}`, `${id}e0`, `0${id}`, '2147483648', '99999999999999999999'].map(sub =>
+      [`sub ${JSON.stringify(sub)}`, bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub }))] as [string, Record<string, string>]),
+    ['a numeric sub', bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, sub: id }))],
+    ...['not-a-uuid', '', randomUUID().toUpperCase(), `${randomUUID()} `, 'x'.repeat(5000)].map(jti =>
+      [`jti ${JSON.stringify(jti.slice(0, 40))}`, bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, jti }))] as [string, Record<string, string>]),
+    ['a numeric jti', bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, jti: 7 }))],
+    ...[-1, 1.5, '0', null].map(gen =>
+      [`gen ${JSON.stringify(gen)}`, bearer(sign({ alg: 'HS256', typ: 'JWT' }, { ...claims, gen }))] as [string, Record<string, string>]),
     ['a deleted user', bearer(deletedUser.token)],
     ['logged out', bearer(loggedOut.token)]
   ]

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { page } from '../../../../lib/paging.js'
+import type { Knex } from 'knex'
+import { page, pageOf } from '../../../../lib/paging.js'
 import { InvalidFields } from '../../../../lib/invalid-fields.js'
 import { ADMIN_ROLE } from '../../../../plugins/roles-repository.js'
 import { roleSchemas } from './schema.js'
@@ -10,20 +11,25 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   const { conflict, forbidden, notFound } = fastify.httpErrors
   const roleNotFound = (id: number) => notFound(`Role ${id} not found`)
 
-  /** The ids of the named permissions, all of which the caller must hold themselves. */
-  async function grantable (names: string[], held: Set<string>): Promise<number[]> {
-    const known = new Map((await repository.permissions()).map(p => [p.name, p.id]))
+  /**
+   * The ids of the named permissions that a role of `current` ones is to hold. Nobody acts on a
+   * role that holds more than they do: every permission it holds before or after the change
+   * must be held by the caller (granting one, taking one away, or renaming a role that
+   * registration or other users' grants find by its name).
+   */
+  async function changeable (names: string[], current: string[], held: Set<string>, trx: Knex): Promise<number[]> {
+    const known = new Map((await repository.permissions(trx)).map(p => [p.name, p.id]))
     const unknown = names.filter(name => !known.has(name))
     if (unknown.length > 0) {
       throw new InvalidFields({ permission: unknown.map(name => `unknown permission: ${name}`) })
     }
-    const lacking = names.filter(name => !held.has(name))
-    if (lacking.length > 0) throw forbidden(`You cannot grant permissions you lack: ${lacking.join(', ')}`)
+    const lacking = [...new Set([...current, ...names])].filter(name => !held.has(name))
+    if (lacking.length > 0) throw forbidden(`You cannot change a role holding permissions you lack: ${lacking.join(', ')}`)
     return names.map(name => known.get(name)!)
   }
 
   fastify.get('/', { schema: roleSchemas.index, onRequest: fastify.can('role-list') }, async (request, reply) => {
-    const { limit, after } = request.query
+    const { limit, after } = pageOf(request.query)
     return { success: true as const, data: page(await repository.list({ limit, after }), limit, reply, fastify.prefix) }
   })
 
@@ -34,8 +40,10 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: roleSchemas.store, onRequest: fastify.can('role-create') }, async (request, reply) => {
-    const permissionIds = await grantable(request.body.permission, request.user.permissions)
-    const role = await fastify.knex.transaction(trx => repository.create(request.body.name, permissionIds, trx))
+    const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      const permissionIds = await changeable(request.body.permission, [], request.user.permissions, trx)
+      return repository.create(request.body.name, permissionIds, trx)
+    }))
     return reply.code(201).header('location', `${fastify.prefix}/${role.id}`)
       .send({ success: true as const, data: role, message: 'Role created' })
   })
@@ -49,18 +57,18 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       handler: async (request) => {
         const { id } = request.params
         const { name, permission } = request.body
-        const role = await fastify.knex.transaction(async trx => {
+        const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
           await repository.lockAdmin(trx)
           const current = await repository.find(id, trx)
           if (!current) throw roleNotFound(id)
-          const after = permission ?? current.permissions.map(p => p.name)
-          const permissionIds = await grantable(after, request.user.permissions)
+          const before = current.permissions.map(p => p.name)
           if (current.name === ADMIN_ROLE) {
             if (name !== undefined && name !== ADMIN_ROLE) throw conflict('The Admin role cannot be renamed')
-            if (current.permissions.some(p => !after.includes(p.name))) throw conflict('The Admin role cannot lose a permission')
+            if (permission && before.some(p => !permission.includes(p))) throw conflict('The Admin role cannot lose a permission')
           }
+          const permissionIds = await changeable(permission ?? before, before, request.user.permissions, trx)
           return repository.update(id, { name, permissionIds: permission && permissionIds }, trx)
-        })
+        }))
         return { success: true as const, data: role, message: 'Role updated' }
       }
     })
@@ -68,14 +76,16 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.delete('/:id', { schema: roleSchemas.destroy, onRequest: fastify.can('role-delete') }, async (request) => {
     const { id } = request.params
-    const role = await fastify.knex.transaction(async trx => {
+    const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       await repository.lockAdmin(trx)
       const current = await repository.find(id, trx)
       if (!current) throw roleNotFound(id)
       if (current.name === ADMIN_ROLE) throw conflict('The Admin role cannot be deleted')
+      // Deleting a role takes its permissions from its holders: the caller must hold them all.
+      await changeable([], current.permissions.map(p => p.name), request.user.permissions, trx)
       await repository.remove(id, trx)
       return current
-    })
+    }))
     return { success: true as const, data: role, message: 'Role deleted' }
   })
 }

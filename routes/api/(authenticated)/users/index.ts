@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/invalid-fields.js'
-import { page } from '../../../../lib/paging.js'
+import { page, pageOf } from '../../../../lib/paging.js'
 import { confirmedPassword, hashPassword } from '../../../../lib/passwords.js'
 import { ADMIN_ROLE } from '../../../../plugins/roles-repository.js'
 import { userSchemas } from './schema.js'
@@ -29,13 +29,22 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return roles.map(role => role.id)
   }
 
+  /**
+   * Nobody acts on a user who holds more than they do: editing or deleting a user who holds a
+   * permission the caller lacks is refused, as granting it would be.
+   */
+  async function mayActOn (id: number, held: Set<string>, action: string, trx: Knex) {
+    const lacking = (await usersRepository.permissionNames(id, trx)).filter(name => !held.has(name))
+    if (lacking.length > 0) throw forbidden(`You cannot ${action} a user who holds permissions you lack: ${lacking.join(', ')}`)
+  }
+
   /** Refuses to leave no user holding Admin. */
   async function keepAnAdmin (trx: Knex) {
     if (await usersRepository.countAdmins(trx) === 0) throw conflict('The last user holding Admin cannot be deleted or lose it')
   }
 
   fastify.get('/', { schema: userSchemas.index, onRequest: fastify.can('user-list') }, async (request, reply) => {
-    const { limit, after } = request.query
+    const { limit, after } = pageOf(request.query)
     return { success: true as const, data: page(await usersRepository.list({ limit, after }), limit, reply, fastify.prefix) }
   })
 
@@ -48,10 +57,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/', { schema: userSchemas.store, onRequest: fastify.can('user-create') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, roles = [] } = request.body
     const passwordHash = await hashPassword(confirmedPassword(password, confirmation))
-    const user = await fastify.knex.transaction(async trx => {
+    const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
       return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
-    })
+    }))
     const { token_generation: _, ...data } = user
     return reply.code(201).header('location', `${fastify.prefix}/${user.id}`)
       .send({ success: true as const, data, message: 'User created' })
@@ -69,16 +78,22 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         const passwordHash = password === undefined && confirmation === undefined
           ? undefined
           : await hashPassword(confirmedPassword(password ?? '', confirmation))
-        const user = await fastify.knex.transaction(async trx => {
+        const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
           await rolesRepository.lockAdmin(trx)
           const current = await usersRepository.find(id, trx)
           if (!current) throw userNotFound(id)
+          await mayActOn(id, request.user.permissions, 'edit', trx)
           const currentRoles = current.roles.map(role => role.name)
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
           const updated = await usersRepository.update(id, { name, email, passwordHash, roleIds }, trx)
           if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
+          // A new password ends every token of the user, but the one a user changed their own with.
+          if (passwordHash !== undefined) {
+            const { id: callerId, jti, exp } = request.user
+            await usersRepository.endAllSessions(id, trx, callerId === id ? { jti, expiresAt: new Date(exp * 1000) } : undefined)
+          }
           return updated
-        })
+        }))
         return { success: true as const, data: user, message: 'User updated' }
       }
     })
@@ -86,14 +101,15 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.delete('/:id', { schema: userSchemas.destroy, onRequest: fastify.can('user-delete') }, async (request) => {
     const { id } = request.params
-    const user = await fastify.knex.transaction(async trx => {
+    const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       await rolesRepository.lockAdmin(trx)
       const current = await usersRepository.find(id, trx)
       if (!current) throw userNotFound(id)
+      await mayActOn(id, request.user.permissions, 'delete', trx)
       await usersRepository.remove(id, trx)
       if (current.roles.some(role => role.name === ADMIN_ROLE)) await keepAnAdmin(trx)
       return current
-    })
+    }))
     return { success: true as const, data: user, message: 'User deleted' }
   })
 }

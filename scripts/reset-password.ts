@@ -1,0 +1,42 @@
+// Gives a user a new random password, prints it once, and ends every token of the user: the way
+// back in for an administrator who lost theirs. Runs on the service's database (DB_HOST…, or the
+// embedded one of DATA_DIR, started for the command if no server runs it).
+//   npm run reset-password -- admin@example.com
+import { randomBytes } from 'node:crypto'
+import Fastify from 'fastify'
+import app, { serverOptions } from '../app.js'
+import { ensureCommandDatabase } from '../lib/command-database.js'
+import { loadConfig } from '../lib/config.js'
+import { hashPassword } from '../lib/passwords.js'
+
+const email = process.argv[2]?.trim()
+if (!email) {
+  console.error('Usage: npm run reset-password -- <e-mail address>')
+  process.exit(2)
+}
+const loaded = loadConfig()
+const config = { ...loaded, logLevel: 'warn' as const, auth: { ...loaded.auth, generateAdmin: false } }
+await ensureCommandDatabase(config)
+const fastify = Fastify(serverOptions(config))
+await fastify.register(app, { config })
+try {
+  const { usersRepository } = fastify
+  const user = await usersRepository.findCredentials(email)
+  if (!user) {
+    console.error(`No user has the e-mail address ${email}`)
+    process.exitCode = 1
+  } else {
+    const password = randomBytes(12).toString('base64url')
+    const passwordHash = await hashPassword(password)
+    await fastify.knex.transaction(async trx => {
+      await usersRepository.update(user.id, { passwordHash }, trx)
+      await usersRepository.endAllSessions(user.id, trx)
+    })
+    console.log(`The new password of ${email}: ${password}`)
+    console.log('It is shown this once only; every token of the user has ended.')
+  }
+} finally {
+  await fastify.close()
+}
+// The password hashing threads would keep the process alive.
+process.exit()

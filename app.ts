@@ -6,6 +6,7 @@ import { LogController, type FastifyInstance, type FastifyServerOptions } from '
 import type { Config } from './lib/config.js'
 import { buildValidator } from './lib/validation.js'
 import type { AppOptions } from './plugins/config.js'
+import { clientErrorHandler, frameworkErrors } from './plugins/errors.js'
 
 export type { AppOptions }
 
@@ -25,7 +26,8 @@ export function serverOptions (config: Config): FastifyServerOptions {
     requestTimeout: config.timeouts.request,
     connectionTimeout: config.timeouts.request,
     keepAliveTimeout: config.timeouts.keepAlive,
-    return503OnClosing: true,
+    // plugins/load-shedding.ts answers requests that arrive while closing, in the error body.
+    return503OnClosing: false,
     // Start-up waits on the database only, each wait bounded by its timeout (DB_CONNECT_TIMEOUT;
     // DB_STATEMENT_TIMEOUT for another instance's migration). Fastify's own 10 s for loading the
     // plugins failed instances that waited for a migration, and workers that a busy machine
@@ -34,7 +36,10 @@ export function serverOptions (config: Config): FastifyServerOptions {
     forceCloseConnections: 'idle',
     // ajv-compiler's factory type only knows its own ajv; ours returns Fastify's validator contract.
     schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } },
-    routerOptions: { ignoreTrailingSlash: true }
+    routerOptions: { ignoreTrailingSlash: true },
+    // What never reaches a route is answered in the error body too.
+    frameworkErrors,
+    clientErrorHandler
   }
 }
 

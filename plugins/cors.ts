@@ -5,10 +5,16 @@ import cors from '@fastify/cors'
 export default fp(async (fastify) => {
   const origins = fastify.config.corsOrigins
   if (origins.length === 0) return
+  // Before @fastify/cors's own hook, which would refuse such a preflight in a body of its own.
+  fastify.addHook('onRequest', async (request) => {
+    if (request.method === 'OPTIONS' && (!request.headers.origin || !request.headers['access-control-request-method'])) {
+      throw fastify.httpErrors.badRequest('A CORS preflight needs the Origin and Access-Control-Request-Method headers')
+    }
+  })
   await fastify.register(cors, {
     origin: origins.includes('*') ? '*' : origins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     exposedHeaders: ['Location', 'Link', 'Retry-After', 'WWW-Authenticate'],
     maxAge: 600
   })
-}, { name: 'cors', dependencies: ['config'] })
+}, { name: 'cors', dependencies: ['config', 'errors', 'sensible', 'security-headers'] })

@@ -1,9 +1,11 @@
 import { STATUS_CODES } from 'node:http'
 import fp from 'fastify-plugin'
-import type { FastifyError, FastifyReply, FastifySchemaValidationError } from 'fastify'
+import type { Duplex } from 'node:stream'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { InvalidFields } from '../lib/invalid-fields.js'
 import { HandlerTimeoutError } from './request-timing.js'
+import { SECURITY_HEADERS } from './security-headers.js'
 
 /** Seconds a client should wait before retrying a 503 (database out of reach, timeout, overload). */
 export const RETRY_AFTER_SECONDS = 5
@@ -15,6 +17,10 @@ const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ENOENT',
   '08000', '08001', '08003', '08004', '08006', '53300', '57P01', '57P02', '57P03'
 ])
+
+// PostgreSQL's codes for a statement that gave way and wrote nothing: cancelled at
+// DB_STATEMENT_TIMEOUT, a lock not had, a serialization failure, a deadlock.
+const BUSY_CODES = new Set(['57014', '55P03', '40001', '40P01'])
 
 function isDatabaseUnavailable (error: FastifyError): boolean {
   return error.name === 'KnexTimeoutError' ||
@@ -52,14 +58,56 @@ const PARTS: Record<SchemaErrorDataVar, string> = {
   body: 'request body', querystring: 'query string', params: 'path', headers: 'headers'
 }
 
+/** The contract's error body. */
+export function errorBody (statusCode: number, message: string, data?: Record<string, string[]>) {
+  return { success: false, statusCode, error: STATUS_CODES[statusCode], message, ...(data && { data }) }
+}
+
 export function sendError (reply: FastifyReply, statusCode: number, message: string, data?: Record<string, string[]>) {
-  return reply.code(statusCode).send({
-    success: false,
-    statusCode,
-    error: STATUS_CODES[statusCode],
-    message,
-    ...(data && { data })
-  })
+  return reply.code(statusCode).send(errorBody(statusCode, message, data))
+}
+
+/**
+ * Fastify's `frameworkErrors`: a URL the router cannot decode (`/students/%`) is answered
+ * before any hook runs, so the security headers are set here.
+ */
+export function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  request.log.info({ method: request.method, url: request.url, code: error.code }, 'request refused: a malformed URL')
+  reply.headers(SECURITY_HEADERS)
+  return sendError(reply, 400, 'The URL is malformed (a bad percent-encoding)')
+}
+
+/** What Node's HTTP parser refuses, as the client's fault: status and message. */
+function parserError (code: string | undefined): [number, string] {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'The request was not received in time']
+  if (code === 'HPE_HEADER_OVERFLOW') return [431, 'The request\'s headers (or URL) are larger than the limit']
+  return [400, 'The request is not valid HTTP']
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (headers too large,
+ * Transfer-Encoding with Content-Length, not HTTP at all) or that was not received in time is
+ * answered on the socket itself, in the error body with the security headers, and the
+ * connection closed. Logged at info: it is the client's doing.
+ */
+export function clientErrorHandler (this: FastifyInstance, error: Error & { code?: string }, socket: Duplex) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [statusCode, message] = parserError(error.code)
+  this.log.info({ code: error.code, statusCode }, 'request refused by the HTTP parser')
+  /* c8 ignore next 4 -- a client that closed its side of the connection already */
+  if (!socket.writable) {
+    socket.destroy(error)
+    return
+  }
+  const body = JSON.stringify(errorBody(statusCode, message))
+  const headers = {
+    ...SECURITY_HEADERS,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close'
+  }
+  socket.write(`HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`)
+  socket.destroy(error)
 }
 
 /**
@@ -75,10 +123,20 @@ export default fp(async (fastify) => {
       request.log.info({ validation: data }, 'invalid request')
       return sendError(reply, 400, `Invalid ${PARTS[context]}: ${summary}`, data)
     }
+    // The client left before its request had all arrived: nobody to answer, and no fault of the server's.
+    if (request.raw.complete === false && (request.raw.readableAborted || request.raw.socket.destroyed)) {
+      request.log.info({ method: request.method, url: request.url }, 'the client closed the connection before its request had arrived')
+      return sendError(reply, 400, 'The request was not received whole')
+    }
     if (error instanceof HandlerTimeoutError) {
       request.log.error({ err: error }, 'request timed out')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'The request took too long; try again later')
+    }
+    if (BUSY_CODES.has(error.code)) {
+      request.log.error({ err: error }, 'database busy')
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return sendError(reply, 503, 'The database is busy; try again later')
     }
     if (isDatabaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable')

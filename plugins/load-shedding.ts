@@ -9,7 +9,8 @@ const RESOLUTION = 10
  * Load shedding: while the event loop lags past MAX_EVENT_LOOP_DELAY, new requests are
  * answered 503 with Retry-After at once, instead of queueing up behind the others with
  * ever-growing latency. /health/ready says 503 too, so that a balancer sends work elsewhere;
- * /health/live still says 200, so that nobody restarts a process that is merely busy.
+ * /health/live still says 200, so that nobody restarts a process that is merely busy. While
+ * the service closes, every request is answered 503 (with `Connection: close`).
  *
  * The lag is the mean delay of a 10 ms timer over each sampling period, as
  * @fastify/under-pressure measures it. That plugin takes a period with no tick of the timer
@@ -36,9 +37,21 @@ export default fp(async (fastify) => {
     delays.disable()
   })
 
+  // Closing (SIGTERM): requests that still arrive on open connections get 503 in the error body
+  // and the connection is closed (Fastify's own return503OnClosing answers in a body of its own).
+  let closing = false
+  fastify.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+
   fastify.addHook('onRequest', (request, reply, done) => {
+    if (closing) {
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS)).header('connection', 'close')
+      return sendError(reply, 503, 'The service is shutting down; try again')
+    }
     if (lag <= maxEventLoopDelay || request.url === '/health/live') return done()
     reply.header('retry-after', String(RETRY_AFTER_SECONDS))
     sendError(reply, 503, 'The service is overloaded; try again later')
   })
-}, { name: 'load-shedding', dependencies: ['config', 'errors'] })
+}, { name: 'load-shedding', dependencies: ['config', 'errors', 'security-headers'] })

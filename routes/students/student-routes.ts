@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { sendJsonPage } from '../../lib/paging.js'
+import { pageOf, sendJsonPage } from '../../lib/paging.js'
 import { studentSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
@@ -19,7 +19,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
-      const { limit, after } = request.query
+      const { limit, after } = pageOf(request.query)
       return sendJsonPage(await students.list({ limit, after }), limit, reply, fastify.prefix)
     })
 
@@ -30,7 +30,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     })
 
     fastify.post('/', { schema: schemas.store }, async (request, reply) => {
-      const student = await students.create(request.body)
+      const student = await request.guardWrite(() => students.create(request.body))
       return reply.code(201).header('location', `${fastify.prefix}/${student.id}`).send(student)
     })
 
@@ -41,7 +41,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
         url: '/:id',
         schema: schemas.update(variant.update, method),
         handler: async (request) => {
-          const student = await students.update(request.params.id, request.body)
+          const student = await request.guardWrite(() => students.update(request.params.id, request.body))
           if (!student) throw notFound(request.params.id)
           return student
         }
@@ -49,7 +49,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     }
 
     fastify.delete('/:id', { schema: schemas.destroy }, async (request, reply) => {
-      if (!await students.remove(request.params.id)) throw notFound(request.params.id)
+      if (!await request.guardWrite(() => students.remove(request.params.id))) throw notFound(request.params.id)
       return reply.code(204).send(null)
     })
   }

@@ -5,11 +5,9 @@ import { accountSchemas } from './schema.js'
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/logout', { schema: accountSchemas.logout }, async (request) => {
     const { id, jti, exp } = request.user
-    if (request.query.scope === 'all') {
-      await fastify.usersRepository.endAllSessions(id)
-    } else {
-      await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000))
-    }
+    await request.guardWrite(() => request.query.scope === 'all'
+      ? fastify.usersRepository.endAllSessions(id)
+      : fastify.usersRepository.revokeToken(jti, new Date(exp * 1000)))
     return { success: true as const, data: null, message: 'Logged out' }
   })
 

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { build } from '../../helper.js'
+import { MAX_BODY_DEPTH } from '../../../plugins/json-body.js'
 import { ada, variants } from './fixtures.js'
 
 /** What an answer must never show: SQL, constraint names, stack frames. */
@@ -69,6 +70,11 @@ for (const { name, base } of variants) {
       await refused(t, app, { method, url, payload: 'name=Ada', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415)
       await refused(t, app, { method, url, payload: JSON.stringify(ada), headers: { 'content-type': 'text/plain' } }, 415)
       await refused(t, app, { method, url, payload: '{"__proto__": {"admin": true}, "name": "Ada"}', headers: { 'content-type': 'application/json' } }, 400)
+      // 16 KB, under the body limit: nested 8,000 levels deep, past MAX_BODY_DEPTH.
+      await refused(t, app, { method, url, payload: `{"name":${'['.repeat(8000)}${']'.repeat(8000)}}`, headers: { 'content-type': 'application/json' } }, 400, {
+        body: [`must not nest objects or arrays more than ${MAX_BODY_DEPTH} levels deep`]
+      })
+      await refused(t, app, { method, url, payload: `${'{"a":'.repeat(2000)}1${'}'.repeat(2000)}`, headers: { 'content-type': 'application/json' } }, 400, { body: Array })
       await refused(t, app, { method, url, payload: { ...ada, name: 'x'.repeat(40 * 1024) } }, 413)
     }
   })

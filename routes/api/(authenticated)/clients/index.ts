@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { sendJsonPage } from '../../../../lib/paging.js'
+import { pageOf, sendJsonPage } from '../../../../lib/paging.js'
 import { clientSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
@@ -8,7 +8,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
-    const { limit, after } = request.query
+    const { limit, after } = pageOf(request.query)
     return sendJsonPage(await repository.list({ limit, after }), limit, reply, fastify.prefix, true)
   })
 
@@ -19,7 +19,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: clientSchemas.store, onRequest: fastify.can('client-create') }, async (request, reply) => {
-    const client = await repository.create(request.body)
+    const client = await request.guardWrite(() => repository.create(request.body))
     return reply.code(201).header('location', `${fastify.prefix}/${client.id}`)
       .send({ success: true as const, data: client, message: 'Client created' })
   })
@@ -31,7 +31,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
       schema: clientSchemas.update(method),
       onRequest: fastify.can('client-edit'),
       handler: async (request) => {
-        const client = await repository.update(request.params.id, request.body)
+        const client = await request.guardWrite(() => repository.update(request.params.id, request.body))
         if (!client) throw notFound(request.params.id)
         return { success: true as const, data: client, message: 'Client updated' }
       }
@@ -39,7 +39,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   fastify.delete('/:id', { schema: clientSchemas.destroy, onRequest: fastify.can('client-delete') }, async (request) => {
-    const client = await repository.remove(request.params.id)
+    const client = await request.guardWrite(() => repository.remove(request.params.id))
     if (!client) throw notFound(request.params.id)
     return { success: true as const, data: client, message: 'Client deleted' }
   })

@@ -1,10 +1,17 @@
 // Settings for the knex CLI (`npm run knex -- migrate:list`), read from the same
 // environment variables as the service.
-import path from 'node:path'
+import { ensureCommandDatabase } from './lib/command-database.js'
 import { loadConfig } from './lib/config.js'
 import { knexConfig } from './lib/knex-config.js'
+import { packageRoot } from './lib/package-info.js'
 
-// The CLI moves into the knexfile's folder, so DATA_DIR is resolved against the folder
-// the command was started from, as the service does.
-const started = process.env.INIT_CWD ?? process.cwd()
-export default knexConfig(loadConfig({ ...process.env, DATA_DIR: path.resolve(started, process.env.DATA_DIR ?? '.data') }))
+// The CLI moves into the knexfile's folder (dist/), so DATA_DIR is resolved against the
+// package's folder, where `npm start` runs the service.
+
+// A function, which the knex CLI calls and awaits: the embedded database is started for the
+// command when no server runs it.
+export default async function config () {
+  const config = loadConfig(process.env, packageRoot)
+  await ensureCommandDatabase(config)
+  return knexConfig(config)
+}

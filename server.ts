@@ -1,7 +1,9 @@
 import cluster from 'node:cluster'
+import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
-import { ConfigError, loadConfig, type Config } from './lib/config.js'
+import { ConfigError, listeningOrigin, loadConfig, type Config } from './lib/config.js'
+import { claimDataDir } from './lib/data-dir-lock.js'
 import { EmbeddedPostgres } from './lib/embedded-postgres.js'
 import { forTerminal } from './lib/logging.js'
 import { runPrimary } from './lib/primary.js'
@@ -31,6 +33,7 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
 
   if (embedded) {
     try {
+      await claimDataDir(config.dataDir, 'another server')
       await embedded.start()
     } catch (error) {
       fastify.log.fatal({ err: error }, 'could not start')
@@ -62,6 +65,9 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
   try {
     await fastify.register(app, { config })
     await fastify.listen({ port: config.port, host: config.host })
+    const { port } = fastify.server.address() as AddressInfo
+    const origin = listeningOrigin(config.host, port)
+    fastify.log.info({ url: origin, documentation: `${origin}/documentation` }, `serving at ${origin}; the API documentation is at ${origin}/documentation`)
   } catch (error) {
     fastify.log.fatal({ err: error }, 'could not start')
     await fastify.close()

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { isIPv6 } from 'node:net'
 import path from 'node:path'
 
 /** Everything the service reads from its environment, validated once at start-up. */
@@ -76,14 +77,25 @@ type Env = Record<string, string | undefined>
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
+/**
+ * A variable's value, trimmed; undefined when it is unset or empty (`PORT=` in an env file).
+ * A value of blanks only (`PORT=' '`) was set on purpose to something that is not a value: an error.
+ */
+function read (env: Env, name: string): string | undefined {
+  const raw = env[name]
+  if (raw === undefined || raw === '') return undefined
+  const value = raw.trim()
+  if (value === '') throw new ConfigError(`${name} is blank: give it a value, or leave it unset for the default`)
+  return value
+}
+
 function text (env: Env, name: string, fallback: string): string {
-  const value = env[name]?.trim()
-  return value === undefined || value === '' ? fallback : value
+  return read(env, name) ?? fallback
 }
 
 function integer (env: Env, name: string, fallback: number, min: number, max: number): number {
-  const raw = env[name]?.trim()
-  if (raw === undefined || raw === '') return fallback
+  const raw = read(env, name)
+  if (raw === undefined) return fallback
   if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
     throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`)
   }
@@ -130,6 +142,7 @@ function duration (env: Env, name: string, fallback: number): number {
 function jwtSecret (env: Env, dataDir: string, embedded: boolean): string {
   const secret = env.JWT_SECRET
   if (secret !== undefined && secret !== '') {
+    read(env, 'JWT_SECRET')
     if (Buffer.byteLength(secret) < 32) throw new ConfigError(`JWT_SECRET must be at least 32 bytes, got ${Buffer.byteLength(secret)}`)
     return secret
   }
@@ -157,16 +170,25 @@ function origins (env: Env, name: string): string[] {
 }
 
 function optional (env: Env, name: string): string | undefined {
-  const value = env[name]?.trim()
-  return value === '' ? undefined : value
+  return read(env, name)
 }
 
-/** Reads and validates the configuration; throws a ConfigError naming the bad variable. */
-export function loadConfig (env: Env = process.env): Config {
-  const dbHost = env.DB_HOST?.trim()
-  const dataDir = path.resolve(text(env, 'DATA_DIR', '.data'))
+/** The address a browser or client reaches the service at, for the log: `http://localhost:3000`. */
+export function listeningOrigin (host: string, port: number): string {
+  const name = ['0.0.0.0', '::'].includes(host) ? 'localhost' : isIPv6(host) ? `[${host}]` : host
+  return `http://${name}:${port}`
+}
+
+/**
+ * Reads and validates the configuration; throws a ConfigError naming the bad variable. A
+ * relative DATA_DIR is taken from `folder` (where `npm start` runs the service: the package's).
+ */
+export function loadConfig (env: Env = process.env, folder = process.cwd()): Config {
+  const dbHost = read(env, 'DB_HOST')
+  const dataDir = path.resolve(folder, text(env, 'DATA_DIR', '.data'))
   const adminEmail = optional(env, 'ADMIN_EMAIL')
   const adminPassword = env.ADMIN_PASSWORD === '' ? undefined : env.ADMIN_PASSWORD
+  if (adminPassword !== undefined) read(env, 'ADMIN_PASSWORD')
   if ((adminEmail === undefined) !== (adminPassword === undefined)) {
     throw new ConfigError(`${adminEmail === undefined ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD'} must be set with ${adminEmail === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'}`)
   }

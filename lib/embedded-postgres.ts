@@ -1,6 +1,7 @@
-import { execFile } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { chown, mkdir, stat } from 'node:fs/promises'
+import { rmdirSync } from 'node:fs'
+import { chown, mkdir, rmdir, stat } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
@@ -60,8 +61,27 @@ export class EmbeddedPostgres {
   async stop (): Promise<void> {
     const bin = await binaries()
     const owner = await serverOwner()
-    if (!await this.isRunning(bin, owner)) return
-    await run(bin.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${this.pgdata}`], owner)
+    if (await this.isRunning(bin, owner)) {
+      await run(bin.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${this.pgdata}`], owner)
+    }
+    // The socket folder in the system's temporary folder, empty once the server is stopped.
+    await rmdir(this.socketDir).catch(() => {})
+  }
+
+  /**
+   * Stops the server as this process exits, however it exits: for commands (the knex CLI) that
+   * started it for themselves and end with `process.exit`, which waits for nothing asynchronous.
+   */
+  async stopWhenProcessExits (): Promise<void> {
+    const bin = await binaries()
+    const owner = await serverOwner()
+    process.once('exit', () => {
+      try {
+        execFileSync(bin.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${this.pgdata}`], { ...owner, stdio: 'ignore' })
+        rmdirSync(this.socketDir)
+      /* c8 ignore next -- only when someone else stopped it meanwhile */
+      } catch { /* stopped already */ }
+    })
   }
 
   private async isRunning (bin: Binaries, owner: Owner): Promise<boolean> {

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster'
 import { pino } from 'pino'
 import type { Config } from './config.js'
+import { claimDataDir } from './data-dir-lock.js'
 import { EmbeddedPostgres } from './embedded-postgres.js'
 import { forTerminal } from './logging.js'
 
@@ -17,6 +18,7 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
   const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
   if (embedded) {
     try {
+      await claimDataDir(config.dataDir, 'another server')
       await embedded.start()
     } catch (error) {
       log.fatal({ err: error }, 'could not start')

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
-import { ConfigError, loadConfig } from '../../lib/config.js'
+import { listeningOrigin, loadConfig } from '../../lib/config.js'
 
 const SECRET = 'x'.repeat(32)
 
@@ -105,10 +105,29 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /],
     [{ ...withDb, HANDLER_TIMEOUT: '0' }, /^HANDLER_TIMEOUT must be a positive time in seconds, or with a unit \(250ms, 2s, 1m\), got "0"$/],
     [{ ...withDb, DB_STATEMENT_TIMEOUT: '1h' }, /^DB_STATEMENT_TIMEOUT /],
-    [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/]
+    [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/],
+    // A value of blanks was set on purpose, to no value: never silently the default.
+    ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'JWT_TTL', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
+      [{ ...withDb, [name]: ' ' }, new RegExp(`^${name} is blank: give it a value, or leave it unset for the default$`)] as [Record<string, string>, RegExp]),
+    [{ DB_HOST: '  ', JWT_SECRET: SECRET }, /^DB_HOST is blank/],
+    [{ DB_HOST: 'db', JWT_SECRET: ' '.repeat(40) }, /^JWT_SECRET is blank/]
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
   }
-  t.type(new ConfigError('x'), Error)
+})
+
+t.test('an empty value is unset: the default applies', async t => {
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, PORT: '', LOG_LEVEL: '' }).port, 3000)
+})
+
+t.test('the address start-up logs: localhost for every interface, brackets for IPv6', async t => {
+  t.equal(listeningOrigin('0.0.0.0', 3000), 'http://localhost:3000')
+  t.equal(listeningOrigin('::', 3000), 'http://localhost:3000')
+  t.equal(listeningOrigin('::1', 8080), 'http://[::1]:8080')
+  t.equal(listeningOrigin('127.0.0.1', 80), 'http://127.0.0.1:80')
+})
+
+t.test('a relative DATA_DIR is taken from the folder given', async t => {
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, DATA_DIR: 'data' }, '/srv/app').dataDir, '/srv/app/data')
 })

@@ -67,6 +67,39 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
   await t.rejects(stat(path.join(dataDir, 'postgres', 'postmaster.pid')), 'the embedded database is stopped again')
 })
 
+t.test('a second server on the same DATA_DIR exits at once with a message; the first keeps serving', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
+  await chmod(dataDir, 0o755)
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const first = await startServer(embeddedEnv(dataDir))
+  t.teardown(() => first.kill())
+  const port = new URL(first.url).port
+  const startLogs = first.logs.length
+
+  // As a new user would: `npm start` again, on the same port, then on another.
+  for (const env of [{ PORT: port }, { PORT: '0' }]) {
+    const child = spawnServer({ ...embeddedEnv(dataDir), HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env })
+    let out = ''
+    child.stdout!.on('data', chunk => { out += chunk })
+    const [code] = await once(child, 'exit')
+    t.equal(code, 1, `PORT=${env.PORT}: exits 1`)
+    t.match(out, new RegExp(`The data folder ${dataDir} is in use by another server \\(pid ${first.process.pid}\\)`), 'and says why')
+  }
+  await sleep(1_000)
+  const ready = await fetch(`${first.url}/health/ready`)
+  t.equal(ready.status, 200, 'the first server still reaches its database')
+  t.same(first.logs.slice(startLogs).filter(entry => Number(entry.level) >= 40), [], 'and has nothing to warn of')
+
+  // A claim whose process is gone is taken over: the first killed outright, its database left running.
+  first.process.kill('SIGKILL')
+  await once(first.process, 'exit')
+  const next = await startServer(embeddedEnv(dataDir))
+  t.teardown(() => next.kill())
+  t.equal((await fetch(`${next.url}/health/ready`)).status, 200, 'a new server starts after one that was killed')
+  next.process.kill('SIGTERM')
+  t.equal((await once(next.process, 'exit'))[0], 0)
+})
+
 t.test('a port in use stops start-up and the embedded database with it', async t => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
   await chmod(dataDir, 0o755)

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto'
+import { rmSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import net from 'node:net'
+import os from 'node:os'
+import path from 'node:path'
+
+export class DataDirInUse extends Error {
+  override name = 'DataDirInUse'
+}
+
+/**
+ * The Unix socket a process listens on while it holds DATA_DIR. Only a live process answers on
+ * it, whatever became of a process that held it before (killed, crashed, its pid reused since).
+ * In the system's temporary folder, named after DATA_DIR: socket paths are limited to about 100
+ * bytes.
+ */
+export function lockSocket (dataDir: string): string {
+  const tag = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 12)
+  return path.join(os.tmpdir(), `student-records-${tag}.lock`)
+}
+
+/** What the process holding the socket says it is, or undefined when none answers. */
+function holderOf (socketPath: string): Promise<string | undefined> {
+  return new Promise(resolve => {
+    let said = ''
+    const socket = net.connect(socketPath)
+    socket.on('data', chunk => { said += chunk })
+    socket.on('end', () => resolve(said))
+    socket.on('error', () => resolve(undefined))
+  })
+}
+
+/**
+ * Claims DATA_DIR for this process until it exits: a second server started on the same data
+ * folder fails at once, instead of stopping the first one's embedded PostgreSQL on its way out.
+ * `holder` says what this process is, for the message the next one gets.
+ */
+export async function claimDataDir (dataDir: string, holder: string): Promise<void> {
+  const socketPath = lockSocket(dataDir)
+  const inUse = (by: string) => new DataDirInUse(`The data folder ${dataDir} is in use by ${by}: stop it first, or set DATA_DIR to another folder`)
+  const other = await holderOf(socketPath)
+  if (other !== undefined) throw inUse(other)
+  // Left by a process that is gone.
+  await rm(socketPath, { force: true })
+  const server = net.createServer(socket => socket.end(`${holder} (pid ${process.pid})`))
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', error => {
+      /* c8 ignore next -- only when another process claims the folder between our look and our claim */
+      reject((error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? inUse('another process starting now') : error)
+    })
+    server.listen(socketPath, resolve)
+  })
+  server.unref()
+  process.once('exit', () => rmSync(socketPath, { force: true }))
+}

@@ -4,9 +4,20 @@ import type { JsonRow } from './json-row-writer.js'
 /** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
 export const MAX_ID = 2_147_483_647
 
+export const DEFAULT_PAGE = 100
+export const MAX_PAGE = 1000
+
 export interface Page {
   limit: number
   after?: number | undefined
+}
+
+/**
+ * The page a list's query asks for. `limit` is optional in the OpenAPI document (generated
+ * clients need not send it), and validation fills in its default (PageQuery).
+ */
+export function pageOf (query: { limit?: number | undefined, after?: number | undefined }): Page {
+  return { limit: query.limit!, after: query.after }
 }
 
 /**

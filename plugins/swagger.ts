@@ -1,6 +1,9 @@
 import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
+import { packageInfo } from '../lib/package-info.js'
+
+export const TITLE = 'Student records API'
 
 /**
  * The OpenAPI 3.1 document, built from the routes' TypeBox schemas and served at
@@ -12,10 +15,10 @@ export default fp(async (fastify) => {
     openapi: {
       openapi: '3.1.0',
       info: {
-        title: 'Student records API',
-        version: '1.0.0',
+        title: TITLE,
+        version: packageInfo.version,
         description: 'Students in two variants (`/api/v1/students`, `/students`), and an authenticated interface with users, roles, permissions and clients. Every error answers the `ErrorBody`.',
-        license: { name: 'UNLICENSED', identifier: 'UNLICENSED' }
+        license: { name: packageInfo.license, identifier: packageInfo.license }
       },
       servers: [{ url: '/', description: 'This server' }],
       tags: [
@@ -37,5 +40,5 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: json => String(json.$id) }
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
-  await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true })
+  await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })
 }, { name: 'swagger', dependencies: ['schemas'] })

@@ -1,4 +1,5 @@
 import { Type, type ObjectOptions, type TObject, type TSchema } from '@sinclair/typebox'
+import { DEFAULT_PAGE, MAX_ID, MAX_PAGE } from '../lib/paging.js'
 
 /** The one error body of every route. */
 export const ErrorBody = Type.Object({
@@ -17,30 +18,33 @@ const ERRORS: Record<number, string> = {
   401: 'No valid bearer token (with `WWW-Authenticate: Bearer`)',
   403: 'The caller lacks the permission this needs',
   404: 'No record with this id',
+  408: 'The request body did not all arrive within the time limit (the connection is closed)',
   409: 'A unique value is taken, or the change would leave no administrator',
   413: 'The request body is larger than the limit',
   415: 'The request body is not JSON',
   429: 'Too many attempts (with `Retry-After`)',
   500: 'The server failed; the body says nothing of the cause',
-  503: 'The database is unavailable, or the service overloaded or too slow to answer in time (with `Retry-After`)'
+  503: 'The database is unavailable or busy, or the service overloaded, shutting down or too slow to answer in time (with `Retry-After`); the request changed nothing'
 }
 
 /**
  * Response schemas of the given error statuses, all answering the ErrorBody; 500 and 503,
- * which any route that reaches the database can answer, come with every set.
+ * which any route that reaches the database can answer, come with every set, and 408 with
+ * every route that takes a body (one that lists 413).
  */
 export function errorResponses (...statuses: number[]) {
-  return Object.fromEntries([...statuses, 500, 503].map(status =>
-    [status, Type.Ref(ErrorBody, { description: ERRORS[status] })]))
+  const all = [...statuses, ...(statuses.includes(413) ? [408] : []), 500, 503].sort()
+  return Object.fromEntries(all.map(status => [status, Type.Ref(ErrorBody, { description: ERRORS[status] })]))
 }
 
 export const IdParams = Type.Object({
   id: Type.Integer({ minimum: 1, description: 'The record\'s id', example: 42 })
 })
 
+/** The ids are PostgreSQL `integer`s: a cursor past the largest names no record, and gets 400. */
 export const PageQuery = Type.Object({
-  limit: Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'How many records at the most' }),
-  after: Type.Optional(Type.Integer({ minimum: 0, description: 'Return the records whose id is greater than this (keyset paging)' }))
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'How many records at the most' })),
+  after: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ID, description: 'Return the records whose id is greater than this (keyset paging)' }))
 })
 
 /** A timestamp as the service returns it: ISO 8601 in UTC. */

@@ -43,6 +43,29 @@ t.test('every route is in the document, named, described, with its responses', a
   t.notOk('Error' in committed.components.schemas, 'no component named Error')
 })
 
+t.test('no optional parameter is required: only path parameters are', async t => {
+  for (const [path, methods] of Object.entries(committed.paths as Record<string, Record<string, { parameters?: { in: string, name: string, required?: boolean, schema: { default?: unknown } }[] }>>)) {
+    for (const [method, operation] of Object.entries(methods)) {
+      for (const parameter of operation.parameters ?? []) {
+        const label = `${method.toUpperCase()} ${path} ${parameter.in} ${parameter.name}`
+        t.equal(parameter.required === true, parameter.in === 'path', `${label}: required only in the path`)
+        if ('default' in parameter.schema) t.not(parameter.required, true, `${label}: has a default, so it is optional`)
+      }
+    }
+  }
+})
+
+t.test('the document and its page say what package.json says: the name, version and licence', async t => {
+  const pkg = JSON.parse(await readFile(new URL('../package.json', import.meta.url), 'utf8'))
+  t.equal(committed.info.version, pkg.version)
+  t.same(committed.info.license, { name: pkg.license, identifier: pkg.license })
+  t.equal(pkg.license, 'MIT')
+  t.match(await readFile(new URL('../LICENSE', import.meta.url), 'utf8'), /^MIT License\n/)
+  const app = await build(t)
+  const page = await app.inject({ url: '/documentation/' })
+  t.equal(/<title>([^<]*)<\/title>/.exec(page.body)?.[1], committed.info.title, 'the page is titled as the API, not "Swagger UI"')
+})
+
 t.test('the documentation page and the YAML work offline', async t => {
   const app = await build(t)
   const yaml = await app.inject({ url: '/documentation/yaml' })

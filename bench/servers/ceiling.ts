@@ -1,6 +1,7 @@
 // The ceiling: node:http and a pg Pool, named prepared statements, JSON.stringify, no framework.
 import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
+import { emailKey } from '../../lib/email.js'
 import { verifyPassword } from '../../lib/passwords.js'
 import { AUDIENCE, ISSUER } from '../../plugins/auth.js'
 import { pool, SQL } from './sql.js'
@@ -51,7 +52,7 @@ const server = http.createServer(async (req, res) => {
     // Login as the service hashes it (the same threads), without its rate limit.
     if (req.method === 'POST' && url.pathname === '/api/login') {
       const { email, password } = await readJson(req)
-      const { rows: [user] } = await db.query({ name: 'credentials', text: SQL.credentials, values: [email, 1] })
+      const { rows: [user] } = await db.query({ name: 'credentials', text: SQL.credentials, values: [emailKey(email), 1] })
       if (!await verifyPassword(user?.password, password, () => req.socket.destroyed)) return send(res, 401, { message: 'unauthorized' })
       return send(res, 200, { success: true, data: token(user) })
     }

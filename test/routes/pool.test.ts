@@ -1,0 +1,36 @@
+import t from 'tap'
+import { build } from '../helper.js'
+import { bearer, client, roleWithPermissions, userWithRoles } from './api/accounts.js'
+
+const POOL = 2
+const CONCURRENT = 20
+
+t.test(`${CONCURRENT} concurrent writes of each kind on pools of ${POOL}: no 503, every write done`, async t => {
+  const plain = await build(t)
+  const app = await build(t, { db: plain.config.db, dbPoolMax: POOL })
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  const role = await roleWithPermissions(app, 'Contended', [])
+  const { id: clientId } = await app.clientsRepository.create(client)
+  const target = await userWithRoles(app, [])
+  const { id: studentId } = (await app.inject({ method: 'POST', url: '/students', payload: { name: 'S', email: 's@example.com', age: 20, dob: '2000-01-01' } })).json()
+  const password = 'a long password'
+
+  const kinds: [string, (i: number) => { method: 'POST' | 'PATCH' | 'PUT', url: string, payload: object }][] = [
+    ['role PATCH', i => ({ method: 'PATCH', url: `/api/roles/${role.id}`, payload: { permission: i % 2 ? ['client-list'] : ['client-list', 'user-list'] } })],
+    ['role POST', i => ({ method: 'POST', url: '/api/roles', payload: { name: `Role ${i}`, permission: ['client-list'] } })],
+    ['user POST', i => ({ method: 'POST', url: '/api/users', payload: { name: 'U', email: `pooled-${i}@example.com`, password, c_password: password, roles: ['User'] } })],
+    ['user PATCH', i => ({ method: 'PATCH', url: `/api/users/${target.id}`, payload: { name: `Name ${i}`, roles: i % 2 ? ['User'] : [] } })],
+    ['client POST', () => ({ method: 'POST', url: '/api/clients', payload: client })],
+    ['client PATCH', i => ({ method: 'PATCH', url: `/api/clients/${clientId}`, payload: { city: `City ${i}` } })],
+    ['student POST', i => ({ method: 'POST', url: '/students', payload: { name: 'S', email: `s${i}@example.com`, age: 20, dob: '2000-01-01' } })],
+    ['student PUT', i => ({ method: 'PUT', url: `/students/${studentId}`, payload: { age: i } })]
+  ]
+  for (const [kind, request] of kinds) {
+    const answers = await Promise.all(Array.from({ length: CONCURRENT }, (_, i) =>
+      app.inject({ ...request(i), headers: admin })))
+    const statuses = answers.map(res => res.statusCode)
+    t.same(statuses.filter(status => status >= 300), [], `${kind}: every one 2xx (${[...new Set(statuses)]})`)
+  }
+  t.equal(Number((await app.knex('roles').where('name', 'like', 'Role %').count({ n: '*' }).first())!.n), CONCURRENT, 'every role created')
+  t.equal(Number((await app.knex('users').where('email', 'like', 'pooled-%').count({ n: '*' }).first())!.n), CONCURRENT, 'every user created')
+})

@@ -25,9 +25,23 @@ const FIRST_PLACEHOLDER = Number.MIN_SAFE_INTEGER
 /** The statements whose replies lib/statement-query.ts handles: no COPY, never empty. */
 const HANDLED = /^\s*(select|insert|update|delete|with)\s/i
 
+/**
+ * knex has no public way to reach a transaction's connection; its client's `acquireConnection`
+ * and `releaseConnection` are what its own runner calls. package.json pins knex to the minor
+ * range this was tested with, and `transactionClient` fails loudly on a knex without them.
+ */
 interface KnexClient {
   acquireConnection (): Promise<pg.Client>
   releaseConnection (connection: pg.Client): Promise<void>
+}
+
+/** The client of a knex transaction, through which its own connection is reached. */
+export function transactionClient (trx: Knex): KnexClient {
+  const client = trx.client as Partial<KnexClient>
+  if (typeof client.acquireConnection !== 'function' || typeof client.releaseConnection !== 'function') {
+    throw new Error('This version of knex\'s client lacks acquireConnection or releaseConnection, which lib/prepared-query.ts uses: install the knex version package.json pins')
+  }
+  return client as KnexClient
 }
 
 /**
@@ -59,7 +73,7 @@ export function prepare<Args extends Scalar[], Row> (
   return async (args, trx) => {
     const values = slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]!)
     // A transaction's client hands out the transaction's own connection and keeps it on release.
-    const client = trx === undefined || trx === knex ? undefined : trx.client as KnexClient
+    const client = trx === undefined || trx === knex ? undefined : transactionClient(trx)
     const connection = client ? await client.acquireConnection() : await pool.connect()
     try {
       return await statement.run(connection, values)

@@ -9,10 +9,40 @@ interface RowDescription { fields: pg.FieldDef[] }
 interface DataRow { fields: (string | null)[] }
 interface CommandComplete { text: string }
 
-/** The part of pg's connection that a query uses to send the extended protocol's messages. */
+/**
+ * The part of pg's connection that a query uses to send the extended protocol's messages.
+ * `parsedStatements` and `submittedNamedStatements` are pg's private bookkeeping of the named
+ * statements a connection holds (the latter since pg 8.23): package.json pins pg to the minor
+ * range this was tested with, and `checked` fails every query loudly on a pg without them.
+ */
 interface Connection extends pg.Connection {
   parsedStatements: Record<string, string | undefined>
   submittedNamedStatements: Record<string, string | undefined>
+}
+
+/** What `Execution` uses of pg's connection, by what `typeof` says of each. */
+const MEMBERS = {
+  parsedStatements: 'object',
+  submittedNamedStatements: 'object',
+  stream: 'object',
+  parse: 'function',
+  bind: 'function',
+  describe: 'function',
+  execute: 'function',
+  sync: 'function'
+}
+const fit = new WeakSet<pg.Connection>()
+
+/** The connection, once it is known to have every member `Execution` uses; throws otherwise. */
+function checked (connection: pg.Connection): Connection {
+  if (fit.has(connection)) return connection as Connection
+  const record = connection as unknown as Record<string, unknown>
+  const missing = Object.entries(MEMBERS).filter(([name, type]) => typeof record[name] !== type).map(([name]) => name)
+  if (missing.length > 0) {
+    throw new Error(`This version of pg's connection lacks ${missing.join(', ')}, which lib/statement-query.ts uses: install the pg version package.json pins`)
+  }
+  fit.add(connection)
+  return connection as Connection
 }
 
 export interface StatementResult<Row> {
@@ -32,6 +62,8 @@ export class Statement<Row> {
   /** Runs the statement on a client of pg's (of a pool or a transaction) with these values. */
   run (client: pg.ClientBase, values: Scalar[]): Promise<StatementResult<Row>> {
     return new Promise((resolve, reject) => {
+      // Before the client takes the query: a throw inside `submit` would leave it stuck.
+      checked((client as unknown as { connection: pg.Connection }).connection)
       client.query(new Execution(this, values.map(toText), (error, result) => error ? reject(error) : resolve(result!)))
     })
   }

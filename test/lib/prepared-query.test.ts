@@ -1,8 +1,13 @@
+import { readFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import t, { type Test } from 'tap'
 import knex from 'knex'
 import pg from 'pg'
 import { prepare, type Database } from '../../lib/prepared-query.js'
+import { Statement } from '../../lib/statement-query.js'
 import { createDatabase } from '../helper.js'
+
+const require = createRequire(import.meta.url)
 
 /** knex and a pg pool on a fresh database, with a table of items. */
 async function database (t: Test): Promise<Database> {
@@ -101,4 +106,35 @@ t.test('a value that its type parser refuses fails the query, and the connection
 
   await t.rejects(rings([0]), /not a circle of mine: <\(-1,0\),1>/)
   t.same((await rings([2])).rows, [{ ring: '<(1,1),1>' }, { ring: null }, { ring: null }], 'the next query on the one connection; NULL sent and read back')
+})
+
+t.test('the pg and knex internals the prepared queries use: pinned, and checked loudly', async t => {
+  const manifest = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { dependencies: Record<string, string> }
+  for (const name of ['pg', 'knex']) {
+    const range = manifest.dependencies[name]!
+    t.match(range, /^~\d+\.\d+\.\d+$/, `${name} is pinned to a minor range`)
+    const installed = (require(`${name}/package.json`) as { version: string }).version
+    t.equal(installed.split('.').slice(0, 2).join('.'), range.slice(1).split('.').slice(0, 2).join('.'), `the installed ${name} ${installed} is in ${range}`)
+  }
+
+  const db = await database(t)
+  const one = prepare<[id: number], { one: number }>(db, 'items.one', id => db.knex.select(db.knex.raw('1 as one')).where(db.knex.raw('?::int > 0', [id])))
+  t.same((await one([1])).rows, [{ one: 1 }], 'this pg and this knex have them')
+
+  // A pg whose connection lacks its private bookkeeping: every query fails, saying why.
+  const client = new pg.Client(db.pool.options)
+  await client.connect()
+  t.teardown(() => client.end())
+  const connection = (client as unknown as { connection: Record<string, unknown> }).connection
+  const records = connection.submittedNamedStatements
+  delete connection.submittedNamedStatements
+  await t.rejects(new Statement('items.two', 'select 2 as two').run(client, []), /pg's connection lacks submittedNamedStatements, which lib\/statement-query.ts uses/)
+  connection.submittedNamedStatements = records
+  t.same((await new Statement('items.two', 'select 2 as two').run(client, [])).rows, [{ two: 2 }], 'the client was left usable')
+
+  // A knex whose transaction client lost acquireConnection.
+  await t.rejects(db.knex.transaction(async trx => {
+    Object.assign(trx.client, { acquireConnection: undefined })
+    await one([1], trx)
+  }), /knex's client lacks acquireConnection or releaseConnection, which lib\/prepared-query.ts uses/)
 })

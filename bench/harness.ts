@@ -55,8 +55,11 @@ export async function benchDatabase (): Promise<BenchDatabase> {
   const embedded = process.env.DB_HOST ? undefined : new EmbeddedPostgres(path.resolve('.data', 'bench'))
   const startedEmbedded = await embedded?.start()
   const server = embedded?.connection ?? {
-    host: process.env.DB_HOST!, port: Number(process.env.DB_PORT ?? 5432), database: process.env.DB_NAME ?? 'postgres',
-    user: process.env.DB_USER ?? 'postgres', password: process.env.DB_PASSWORD ?? ''
+    host: process.env.DB_HOST!,
+    port: Number(process.env.DB_PORT ?? 5432),
+    database: process.env.DB_NAME ?? 'postgres',
+    user: process.env.DB_USER ?? 'postgres',
+    password: process.env.DB_PASSWORD ?? ''
   }
   const database = `bench_${Date.now()}`
   const admin = new pg.Client(server)
@@ -65,9 +68,15 @@ export async function benchDatabase (): Promise<BenchDatabase> {
   await admin.end()
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    DB_HOST: server.host, DB_PORT: String(server.port), DB_NAME: database, DB_USER: server.user, DB_PASSWORD: server.password,
-    JWT_SECRET: randomBytes(32).toString('hex'), LOG_LEVEL: 'info',
-    AUTH_RATE_LIMIT_IP: '1000000', AUTH_RATE_LIMIT_EMAIL: '1000000'
+    DB_HOST: server.host,
+    DB_PORT: String(server.port),
+    DB_NAME: database,
+    DB_USER: server.user,
+    DB_PASSWORD: server.password,
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    LOG_LEVEL: 'info',
+    AUTH_RATE_LIMIT_IP: '1000000',
+    AUTH_RATE_LIMIT_EMAIL: '1000000'
   }
   return {
     server,

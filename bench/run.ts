@@ -43,7 +43,7 @@ try {
   const password = 'a benchmark password'
   const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
   await fetch(`${service.url}/api/register`, json({ name: 'Bench', email: 'bench@example.com', password, c_password: password }))
-  await db.query(`insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = 'bench@example.com' and r.name = 'User'`)
+  await db.query('insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = \'bench@example.com\' and r.name = \'User\'')
   const token = (await (await fetch(`${service.url}/api/login`, json({ email: 'bench@example.com', password }))).json() as { data: string }).data
   const auth = { authorization: `Bearer ${token}` }
 
@@ -132,7 +132,6 @@ try {
     console.error(`${name} · service: ${Math.round(figures!.requestsPerSecond)} req/s`)
   }
   await db.end()
-
 
   // The table, with each rate's ratio to the ceiling's and the peer's: measured in the same
   // rounds, the median of the rounds' ratios.

@@ -24,4 +24,3 @@ export function knexConfig (config: Config): Knex.Config {
     migrations: { migrationSource, tableName: 'knex_migrations' }
   }
 }
-

@@ -20,24 +20,19 @@ interface Connection extends pg.Connection {
   submittedNamedStatements: Record<string, string | undefined>
 }
 
-/** What `Execution` uses of pg's connection, by what `typeof` says of each. */
-const MEMBERS = {
-  parsedStatements: 'object',
-  submittedNamedStatements: 'object',
-  stream: 'object',
-  parse: 'function',
-  bind: 'function',
-  describe: 'function',
-  execute: 'function',
-  sync: 'function'
-}
+/** What `Execution` uses of pg's connection: these objects, and these methods. */
+const RECORDS = ['parsedStatements', 'submittedNamedStatements', 'stream']
+const METHODS = ['parse', 'bind', 'describe', 'execute', 'sync']
 const fit = new WeakSet<pg.Connection>()
 
 /** The connection, once it is known to have every member `Execution` uses; throws otherwise. */
 function checked (connection: pg.Connection): Connection {
   if (fit.has(connection)) return connection as Connection
   const record = connection as unknown as Record<string, unknown>
-  const missing = Object.entries(MEMBERS).filter(([name, type]) => typeof record[name] !== type).map(([name]) => name)
+  const missing = [
+    ...RECORDS.filter(name => typeof record[name] !== 'object'),
+    ...METHODS.filter(name => typeof record[name] !== 'function')
+  ]
   if (missing.length > 0) {
     throw new Error(`This version of pg's connection lacks ${missing.join(', ')}, which lib/statement-query.ts uses: install the pg version package.json pins`)
   }

@@ -27,7 +27,7 @@ function createRolesRepository (knex: Knex, cache: CallerCache, conflict: (messa
   async function setPermissions (trx: Knex, roleId: number, permissionIds: number[]) {
     await trx('role_permissions').where({ role_id: roleId }).delete()
     if (permissionIds.length > 0) {
-      await trx('role_permissions').insert(permissionIds.map(permission_id => ({ role_id: roleId, permission_id })))
+      await trx('role_permissions').insert(permissionIds.map(permissionId => ({ role_id: roleId, permission_id: permissionId })))
     }
   }
 

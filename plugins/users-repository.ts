@@ -58,7 +58,7 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
 
   async function setRoles (trx: Knex, userId: number, roleIds: number[]) {
     await trx('user_roles').where({ user_id: userId }).delete()
-    if (roleIds.length > 0) await trx('user_roles').insert(roleIds.map(role_id => ({ user_id: userId, role_id })))
+    if (roleIds.length > 0) await trx('user_roles').insert(roleIds.map(roleId => ({ user_id: userId, role_id: roleId })))
   }
 
   return {
@@ -93,11 +93,11 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
 
     async create (user: NewUser, trx: Knex): Promise<User & { token_generation: number }> {
       try {
-        const [{ id, token_generation }] = await trx('users')
+        const [{ id, token_generation: tokenGeneration }] = await trx('users')
           .insert({ name: user.name, email: user.email, email_key: emailKey(user.email), password: user.passwordHash })
           .returning(['id', 'token_generation'])
         await setRoles(trx, id, user.roleIds)
-        return { ...(await select(trx).where('u.id', id).first()), token_generation }
+        return { ...(await select(trx).where('u.id', id).first()), token_generation: tokenGeneration }
       } catch (error) {
         throw emailTaken(error, user.email)
       }

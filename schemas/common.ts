@@ -55,7 +55,6 @@ export function AtLeastOneOf<T extends TObject> (schema: T, options: ObjectOptio
   return Type.Partial(schema, { ...options, minProperties: 1, additionalProperties: false })
 }
 
-
 /** The success body of the authenticated interface: `{ success: true, data, message? }`. */
 export function Envelope<T extends TSchema> (data: T, options: ObjectOptions = {}) {
   return Type.Object({

@@ -6,9 +6,6 @@ import { loadConfig, type Config, type DatabaseConfig } from '../lib/config.js'
 import { conformToOpenApi } from './openapi-conformance.js'
 import { testEmbeddedPostgres } from './setup/test-database-server.js'
 
-
-
-
 /** A JWT secret for the tests, which never read one from a data folder. */
 export const TEST_JWT_SECRET = 'a test secret, 32 bytes or longer, never used in production'
 

@@ -13,7 +13,6 @@ import { databaseProxy } from './database-proxy.js'
 
 const POOL_MAX = 3
 
-
 async function timed<T> (work: Promise<T>): Promise<[T, number]> {
   const started = Date.now()
   const result = await work
@@ -102,6 +101,7 @@ t.test('connections killed mid-load: only requests in flight fail, with 503, and
   let running = true
   let n = 0
   const client = async () => {
+    // eslint-disable-next-line no-unmodified-loop-condition -- set to false elsewhere while the loop awaits
     while (running) {
       const res = await app.inject({
         method: 'POST', url: '/api/roles', headers: bearer(admin.token), payload: { name: `Role ${++n}`, permission: ['client-list', 'client-create'] }

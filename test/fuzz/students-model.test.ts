@@ -39,6 +39,7 @@ class Create implements fc.AsyncCommand<Model, Real> {
     expectStatus(res.statusCode, 201, this.toString())
     model.set(res.json().id, { ...this.student })
   }
+
   toString () { return `POST ${this.base} ${JSON.stringify(this.student)}` }
 }
 
@@ -54,6 +55,7 @@ class Read implements fc.AsyncCommand<Model, Real> {
     const { name, email, age, dob } = res.json()
     if (JSON.stringify({ name, email, age, dob }) !== JSON.stringify(expected)) throw new Error(`GET ${id}: ${res.body}`)
   }
+
   toString () { return `GET ${this.base}/#${this.n}` }
 }
 
@@ -73,6 +75,7 @@ class Update implements fc.AsyncCommand<Model, Real> {
     expectStatus(res.statusCode, 200, this.toString())
     model.set(id, { ...current, ...changes })
   }
+
   toString () { return `${this.method} ${this.base}/#${this.n} ${JSON.stringify(this.changes)}` }
 }
 
@@ -85,6 +88,7 @@ class Delete implements fc.AsyncCommand<Model, Real> {
     expectStatus(res.statusCode, model.has(id) ? 204 : 404, this.toString())
     model.delete(id)
   }
+
   toString () { return `DELETE ${this.base}/#${this.n}` }
 }
 

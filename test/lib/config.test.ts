@@ -31,8 +31,16 @@ t.test('defaults, with the embedded database', async t => {
       rateLimit: { perIp: 30, perEmail: 10, notFoundPerIp: 100, windowSeconds: 60 }
     },
     timeouts: {
-      request: 30_000, handler: 15_000, keepAlive: 72_000, shutdownGrace: 10_000,
-      dbConnect: 2_000, dbAcquire: 2_000, dbStatement: 10_000, dbIdleInTransaction: 10_000, maxEventLoopDelay: 1_000, slowRequest: 1_000
+      request: 30_000,
+      handler: 15_000,
+      keepAlive: 72_000,
+      shutdownGrace: 10_000,
+      dbConnect: 2_000,
+      dbAcquire: 2_000,
+      dbStatement: 10_000,
+      dbIdleInTransaction: 10_000,
+      maxEventLoopDelay: 1_000,
+      slowRequest: 1_000
     }
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
@@ -55,8 +63,17 @@ t.test('CORS_ORIGIN lists the origins allowed', async t => {
 
 t.test('authentication settings', async t => {
   const { auth } = loadConfig({
-    DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '15m', ADMIN_EMAIL: 'root@example.com', ADMIN_PASSWORD: 'correct horse',
-    REGISTER_ROLES: 'User, Reader ,', AUTH_CACHE_SIZE: '0', AUTH_RATE_LIMIT_IP: '100', AUTH_RATE_LIMIT_EMAIL: '3', NOT_FOUND_RATE_LIMIT_IP: '50', AUTH_RATE_LIMIT_WINDOW: '1h'
+    DB_HOST: 'db',
+    JWT_SECRET: SECRET,
+    JWT_TTL: '15m',
+    ADMIN_EMAIL: 'root@example.com',
+    ADMIN_PASSWORD: 'correct horse',
+    REGISTER_ROLES: 'User, Reader ,',
+    AUTH_CACHE_SIZE: '0',
+    AUTH_RATE_LIMIT_IP: '100',
+    AUTH_RATE_LIMIT_EMAIL: '3',
+    NOT_FOUND_RATE_LIMIT_IP: '50',
+    AUTH_RATE_LIMIT_WINDOW: '1h'
   })
   t.same(auth, {
     jwtSecret: SECRET,
@@ -75,13 +92,30 @@ t.test('authentication settings', async t => {
 
 t.test('time limits take milliseconds, seconds or minutes', async t => {
   const { timeouts } = loadConfig({
-    DB_HOST: 'db', JWT_SECRET: SECRET, REQUEST_TIMEOUT: '1m', HANDLER_TIMEOUT: '5', KEEP_ALIVE_TIMEOUT: '65s', SHUTDOWN_GRACE: '20s',
-    DB_CONNECT_TIMEOUT: '500ms', DB_ACQUIRE_TIMEOUT: '1s', DB_STATEMENT_TIMEOUT: '30s', DB_IDLE_IN_TRANSACTION_TIMEOUT: '2m', MAX_EVENT_LOOP_DELAY: '250ms',
+    DB_HOST: 'db',
+    JWT_SECRET: SECRET,
+    REQUEST_TIMEOUT: '1m',
+    HANDLER_TIMEOUT: '5',
+    KEEP_ALIVE_TIMEOUT: '65s',
+    SHUTDOWN_GRACE: '20s',
+    DB_CONNECT_TIMEOUT: '500ms',
+    DB_ACQUIRE_TIMEOUT: '1s',
+    DB_STATEMENT_TIMEOUT: '30s',
+    DB_IDLE_IN_TRANSACTION_TIMEOUT: '2m',
+    MAX_EVENT_LOOP_DELAY: '250ms',
     SLOW_REQUEST: '300ms'
   })
   t.same(timeouts, {
-    request: 60_000, handler: 5_000, keepAlive: 65_000, shutdownGrace: 20_000,
-    dbConnect: 500, dbAcquire: 1_000, dbStatement: 30_000, dbIdleInTransaction: 120_000, maxEventLoopDelay: 250, slowRequest: 300
+    request: 60_000,
+    handler: 5_000,
+    keepAlive: 65_000,
+    shutdownGrace: 20_000,
+    dbConnect: 500,
+    dbAcquire: 1_000,
+    dbStatement: 30_000,
+    dbIdleInTransaction: 120_000,
+    maxEventLoopDelay: 250,
+    slowRequest: 300
   })
 })
 

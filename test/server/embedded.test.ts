@@ -23,10 +23,10 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
 
   const first = await startServer(embeddedEnv(dataDir))
   t.teardown(() => first.kill())
-  const created_admin = first.logs.find(entry => entry.msg === 'created the administrator: this password is shown once only')
-  t.match(created_admin, { email: 'admin@example.com', password: String }, 'the generated admin password is printed')
+  const createdAdmin = first.logs.find(entry => entry.msg === 'created the administrator: this password is shown once only')
+  t.match(createdAdmin, { email: 'admin@example.com', password: String }, 'the generated admin password is printed')
   const adminLogin = await fetch(`${first.url}/api/login`, {
-    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: created_admin!.password })
+    method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: createdAdmin!.password })
   })
   t.equal(adminLogin.status, 200, 'and works')
   const created = await fetch(`${first.url}/students`, {

@@ -5,7 +5,6 @@ import { databaseEnv, startServer, type ServerProcess } from './process.js'
 const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
 const PASSWORD = 'correct horse battery'
 
-
 t.test('two instances on two ports, one database: a logout through one holds on the other within a second; rate limits are shared', async t => {
   const env = { ...await databaseEnv(t), AUTH_RATE_LIMIT_EMAIL: '4' }
   const [one, other] = await Promise.all([startServer(env), startServer(env)]) as [ServerProcess, ServerProcess]

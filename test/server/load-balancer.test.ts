@@ -46,6 +46,7 @@ t.test('through HAProxy, an instance stopped and restarted under load: no reques
     let running = true
     let n = 0
     const client = async () => {
+      // eslint-disable-next-line no-unmodified-loop-condition -- set to false elsewhere while the loop awaits
       while (running) {
         const email = `lb-${++n}@example.com`
         const res = await fetch(`${url}/students`, {

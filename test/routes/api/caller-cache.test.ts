@@ -16,7 +16,6 @@ function tokenChecks (app: FastifyInstance): () => number {
   return () => count
 }
 
-
 const status = async (app: FastifyInstance, url: string, token: string) =>
   (await app.inject({ url, headers: bearer(token) })).statusCode
 

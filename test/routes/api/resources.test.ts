@@ -110,7 +110,9 @@ t.test('users: create, update, delete; last admin; no escalation; never a passwo
   const admin = bearer(first.token)
 
   const created = await app.inject({
-    method: 'POST', url: '/api/users', headers: admin,
+    method: 'POST',
+    url: '/api/users',
+    headers: admin,
     payload: { name: 'Linus', email: 'linus@example.com', password: 'a long password', c_password: 'a long password', roles: ['User'] }
   })
   t.equal(created.statusCode, 201)

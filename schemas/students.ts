@@ -27,4 +27,4 @@ export type Student = Static<typeof Student>
 
 export const StudentList = Type.Array(Type.Ref(Student), { $id: 'StudentList' })
 
-export const studentSchemas = [StudentInput, Student, StudentList]
+export const studentSharedSchemas = [StudentInput, Student, StudentList]

@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
 import type { Test } from 'tap'
 import pg from 'pg'
 import app, { serverOptions } from '../app.js'
@@ -53,12 +53,22 @@ export function testConfig (db: DatabaseConfig, overrides: Partial<Config> = {})
   }
 }
 
+const routeLists = new WeakMap<FastifyInstance, RouteOptions[]>()
+
+/** Every route the app registered (HEAD routes too), as the routes declared them. */
+export function routesOf (app: FastifyInstance): RouteOptions[] {
+  return routeLists.get(app)!
+}
+
 /**
  * Builds the app exactly as server.ts does, on the given database, closed after the test.
  * Every response is held to the OpenAPI document.
  */
 export async function buildApp (t: Test, config: Config): Promise<FastifyInstance> {
   const fastify = Fastify(serverOptions(config))
+  const routes: RouteOptions[] = []
+  routeLists.set(fastify, routes)
+  fastify.addHook('onRoute', route => { routes.push(route) })
   await fastify.register(app, { config })
   fastify.addHook('onSend', conformToOpenApi(t, fastify))
   await fastify.ready()

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { healthSchemas } from './schema.js'
+import { healthSchemas, healthTag } from './schema.js'
 
 /** `/health/live` and `/health/ready`, for load balancers and orchestrators. */
 const health: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: healthTag })
   fastify.get('/live', { schema: healthSchemas.live }, async () => ({ status: 'ok' as const }))
 
   fastify.get('/ready', { schema: healthSchemas.ready }, async () => {

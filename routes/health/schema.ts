@@ -2,7 +2,9 @@ import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../../schemas/common.js'
 
 const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
-const common = { tags: ['health'], security: [] }
+/** The OpenAPI tag of the probes. */
+export const healthTag = { name: 'health', description: 'Liveness and readiness probes' }
+const common = { tags: [healthTag.name], security: [] }
 
 export const healthSchemas = {
   live: {

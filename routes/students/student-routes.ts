@@ -1,11 +1,13 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { pageOf, sendJsonPage } from '../../lib/paging.js'
+import type { OpenApiTag } from '../../plugins/swagger.js'
+import { studentSharedSchemas } from '../../schemas/students.js'
 import { studentSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
   /** Prefix of the operation ids: `v1.students` or `students`. */
   namespace: string
-  tag: string
+  tag: OpenApiTag
   update: UpdateMode
   /** Whether PATCH is offered beside PUT. */
   patch: boolean
@@ -15,7 +17,8 @@ export interface Variant {
 export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
   return async (fastify) => {
     const students = fastify.studentsRepository
-    const schemas = studentSchemas(variant.namespace, variant.tag)
+    fastify.declareResource({ tag: variant.tag, schemas: studentSharedSchemas })
+    const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {

@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { accountSchemas } from './schema.js'
+import { accountSchemas, accountSharedSchemas } from './schema.js'
 
 /** `/api/logout`, `/api/profile` and `/api/permissions`: any caller with a valid token. */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ schemas: accountSharedSchemas })
   fastify.get('/logout', { schema: accountSchemas.logout }, async (request) => {
     const { id, jti, exp } = request.user
     await request.guardWrite(() => request.query.scope === 'all'

@@ -1,7 +1,9 @@
 import { Type } from '@sinclair/typebox'
 import { Envelope, errorResponses, NamedRef, Timestamp } from '../../../schemas/common.js'
+import { authTag } from '../(public)/schema.js'
+import { rolesTag } from './roles/schema.js'
 
-const auth = { tags: ['auth'], security: [{ bearerAuth: [] }] }
+const auth = { tags: [authTag.name], security: [{ bearerAuth: [] }] }
 
 export const Profile = Type.Object({
   id: Type.Integer({ minimum: 1 }),
@@ -33,7 +35,7 @@ export const accountSchemas = {
   },
   permissions: {
     ...auth,
-    tags: ['roles'],
+    tags: [rolesTag.name],
     operationId: 'permissions.index',
     summary: 'List the permissions',
     description: 'Every permission a role can hold, for any caller with a valid token.',

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { confirmedPassword, hashPassword, verifyPassword } from '../../../lib/passwords.js'
-import { authSchemas } from './schema.js'
+import { authSchemas, authTag } from './schema.js'
 
 /**
  * Bodies of these routes are small even with every field at its longest and escaped
@@ -10,6 +10,7 @@ const BODY_LIMIT = 8 * 1024
 
 /** `/api/login` and `/api/register`: the only routes of /api open to callers without a token. */
 const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: authTag })
   const { usersRepository, rolesRepository } = fastify
 
   // Login counts its attempt in the statement that looks the user up (register, in a hook,

@@ -2,11 +2,14 @@ import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../../../schemas/common.js'
 import { userFields } from '../../../schemas/users.js'
 
+/** The OpenAPI tag of the account operations, with and without a token. */
+export const authTag = { name: 'auth', description: 'Register, log in and out, the caller\'s profile' }
+
 const token = (description: string) => Type.Ref('TokenEnvelope', { description })
 
 export const authSchemas = {
   login: {
-    tags: ['auth'],
+    tags: [authTag.name],
     security: [],
     operationId: 'auth.login',
     summary: 'Log in',
@@ -18,7 +21,7 @@ export const authSchemas = {
     response: { 200: token('A bearer token'), ...errorResponses(400, 401, 413, 415, 429) }
   },
   register: {
-    tags: ['auth'],
+    tags: [authTag.name],
     security: [],
     operationId: 'auth.register',
     summary: 'Register',

@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { pageOf, sendJsonPage } from '../../../../lib/paging.js'
-import { clientSchemas } from './schema.js'
+import { clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
 const clients: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas })
   const repository = fastify.clientsRepository
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
 

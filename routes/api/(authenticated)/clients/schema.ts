@@ -22,7 +22,9 @@ export const Client = Type.Object({
 export type Client = Static<typeof Client>
 
 const ClientEnvelope = (description: string) => Envelope(Type.Ref(Client), { description })
-const auth = { tags: ['clients'], security: [{ bearerAuth: [] }] }
+/** The OpenAPI tag of every client operation. */
+export const clientsTag = { name: 'clients', description: 'Clients, behind the client-* permissions' }
+const auth = { tags: [clientsTag.name], security: [{ bearerAuth: [] }] }
 
 export const clientSchemas = {
   index: {

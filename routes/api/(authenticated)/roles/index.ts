@@ -3,10 +3,11 @@ import type { Knex } from 'knex'
 import { page, pageOf } from '../../../../lib/paging.js'
 import { InvalidFields } from '../../../../lib/invalid-fields.js'
 import { ADMIN_ROLE } from '../../../../plugins/roles-repository.js'
-import { roleSchemas } from './schema.js'
+import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
 /** `/api/roles`: roles and their permissions, behind the role-* permissions. */
 const roles: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: rolesTag, schemas: roleSharedSchemas })
   const repository = fastify.rolesRepository
   const { conflict, forbidden, notFound } = fastify.httpErrors
   const roleNotFound = (id: number) => notFound(`Role ${id} not found`)

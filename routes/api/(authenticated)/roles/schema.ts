@@ -21,7 +21,9 @@ export const Role = Type.Object({
 export type Role = Static<typeof Role>
 
 const RoleEnvelope = (description: string) => Envelope(Type.Ref(Role), { description })
-const auth = { tags: ['roles'], security: [{ bearerAuth: [] }] }
+/** The OpenAPI tag of every role operation. */
+export const rolesTag = { name: 'roles', description: 'Roles and permissions, behind the role-* permissions' }
+const auth = { tags: [rolesTag.name], security: [{ bearerAuth: [] }] }
 
 export const roleSchemas = {
   index: {

@@ -4,10 +4,11 @@ import { InvalidFields } from '../../../../lib/invalid-fields.js'
 import { page, pageOf } from '../../../../lib/paging.js'
 import { confirmedPassword, hashPassword } from '../../../../lib/passwords.js'
 import { ADMIN_ROLE } from '../../../../plugins/roles-repository.js'
-import { userSchemas } from './schema.js'
+import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
 /** `/api/users`: users and their roles, behind the user-* permissions. */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })
   const { usersRepository, rolesRepository } = fastify
   const { conflict, forbidden, notFound } = fastify.httpErrors
   const userNotFound = (id: number) => notFound(`User ${id} not found`)

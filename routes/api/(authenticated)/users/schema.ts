@@ -37,7 +37,9 @@ export const User = Type.Object({
 export type User = Static<typeof User>
 
 const UserEnvelope = (description: string) => Envelope(Type.Ref(User), { description })
-const auth = { tags: ['users'], security: [{ bearerAuth: [] }] }
+/** The OpenAPI tag of every user operation. */
+export const usersTag = { name: 'users', description: 'Users, behind the user-* permissions' }
+const auth = { tags: [usersTag.name], security: [{ bearerAuth: [] }] }
 
 export const userSchemas = {
   index: {

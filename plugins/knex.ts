@@ -2,12 +2,15 @@ import fp from 'fastify-plugin'
 import knex, { type Knex } from 'knex'
 import pg from 'pg'
 import { knexConfig } from '../lib/knex-config.js'
+import type { Database } from '../lib/prepared-query.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     knex: Knex
     /** The pool of the prepared queries of the hot paths (lib/prepared-query.ts, the rate limits). */
     pgPool: pg.Pool
+    /** Both, as the repositories' prepared queries take them. */
+    database: Database
   }
 }
 
@@ -44,6 +47,7 @@ export default fp(async (fastify) => {
   pool.on('error', error => fastify.log.warn({ err: error }, 'idle database connection lost'))
   fastify.decorate('knex', db)
   fastify.decorate('pgPool', pool)
+  fastify.decorate('database', { knex: db, pool })
   fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
   await migrate(db, connection)
 }, { name: 'knex', dependencies: ['config'] })

@@ -62,7 +62,7 @@ export default fp(async (fastify) => {
   // On the pool of the hot paths, as it runs on every register and 404: parsed and planned
   // once per connection, not per attempt.
   const hit = prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null], AttemptCount>(
-    { knex: fastify.knex, pool: fastify.pgPool }, 'rate-limit.hit',
+    fastify.database, 'rate-limit.hit',
     (seconds, ipKey, emailCounter) => countAttempt(fastify.knex, seconds, ipKey, emailCounter))
 
   fastify.decorate('attempt', (scope: string, request: FastifyRequest, email: string | undefined, perIp = fastify.config.auth.rateLimit.perIp): Attempt => {

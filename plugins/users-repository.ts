@@ -170,5 +170,5 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
 
 /** Data access for users and their roles. Password hashes never leave it but for login. */
 export default fp(async (fastify) => {
-  fastify.decorate('usersRepository', createUsersRepository({ knex: fastify.knex, pool: fastify.pgPool }, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
+  fastify.decorate('usersRepository', createUsersRepository(fastify.database, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
 }, { name: 'users-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { pageOf, sendJsonPage } from '../../lib/paging.js'
 import type { OpenApiTag } from '../../plugins/swagger.js'
-import { studentSharedSchemas } from '../../schemas/students.js'
-import { studentSchemas, type UpdateMode } from './schema.js'
+import { studentsRepository } from './repository.js'
+import { studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
   /** Prefix of the operation ids: `v1.students` or `students`. */
@@ -16,8 +16,8 @@ export interface Variant {
 /** The five student operations; both variants serve the same table. */
 export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
   return async (fastify) => {
-    const students = fastify.studentsRepository
     fastify.declareResource({ tag: variant.tag, schemas: studentSharedSchemas })
+    const students = studentsRepository(fastify.database, message => fastify.httpErrors.conflict(message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
 

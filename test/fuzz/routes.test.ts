@@ -2,7 +2,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { build, routesOf } from '../helper.js'
-import { bearer, client, userWithRoles } from '../routes/api/accounts.js'
+import { bearer, insertClient, userWithRoles } from '../routes/api/accounts.js'
 import { ada } from '../routes/students/fixtures.js'
 import { body, contentType, type Schema } from './arbitraries.js'
 
@@ -21,7 +21,7 @@ t.test('every write, fuzzed from its own schema: 2xx or a documented 4xx, never 
   const admin = await userWithRoles(app, ['Admin'])
   const ids: Record<string, number> = {
     students: (await app.inject({ method: 'POST', url: '/students', payload: ada })).json().id,
-    clients: (await app.clientsRepository.create(client)).id,
+    clients: await insertClient(app),
     roles: (await app.rolesRepository.findByNames(['User']))[0]!.id,
     users: (await userWithRoles(app, ['User'])).id
   }

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build } from '../helper.js'
-import { bearer, client, roleWithPermissions, userWithRoles } from './api/accounts.js'
+import { bearer, client, insertClient, roleWithPermissions, userWithRoles } from './api/accounts.js'
 
 const POOL = 2
 const CONCURRENT = 20
@@ -10,7 +10,7 @@ t.test(`${CONCURRENT} concurrent writes of each kind on pools of ${POOL}: no 503
   const app = await build(t, { db: plain.config.db, dbPoolMax: POOL })
   const admin = bearer((await userWithRoles(app, ['Admin'])).token)
   const role = await roleWithPermissions(app, 'Contended', [])
-  const { id: clientId } = await app.clientsRepository.create(client)
+  const clientId = await insertClient(app)
   const target = await userWithRoles(app, [])
   const { id: studentId } = (await app.inject({ method: 'POST', url: '/students', payload: { name: 'S', email: 's@example.com', age: 20, dob: '2000-01-01' } })).json()
   const password = 'a long password'

@@ -31,3 +31,9 @@ export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
 export const client = {
   name: 'Acme Sp. z o.o.', vat_number: '5252248481', street: 'ul. Prosta 1', city: 'Warszawa', post_code: '00-850', email: 'office@acme.example'
 }
+
+/** Inserts the client above straight into the table; its id. */
+export async function insertClient (app: FastifyInstance): Promise<number> {
+  const [{ id }] = await app.knex('clients').insert(client).returning('id')
+  return id
+}

@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import fc from 'fast-check'
 import { build } from '../../helper.js'
-import { bearer, client, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, client, insertClient, roleWithPermissions, userWithRoles } from './accounts.js'
 
 const ALL = ['client', 'role', 'user'].flatMap(resource => ['list', 'create', 'edit', 'delete'].map(action => `${resource}-${action}`))
 
@@ -14,7 +14,7 @@ async function guardedRoutes (t: Test) {
   const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
   const routes: Route[] = []
   const target = async () => ({
-    client: (await app.clientsRepository.create(client)).id,
+    client: await insertClient(app),
     role: (await roleWithPermissions(app, `Target ${Math.random()}`, [])).id,
     user: (await userWithRoles(app, [])).id
   })

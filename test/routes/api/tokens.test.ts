@@ -2,7 +2,7 @@ import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto'
 import t from 'tap'
 import { build, TEST_JWT_SECRET } from '../../helper.js'
 import { AUDIENCE, ISSUER } from '../../../plugins/auth.js'
-import { bearer, client, userWithRoles } from './accounts.js'
+import { bearer, client, insertClient, userWithRoles } from './accounts.js'
 
 const b64 = (value: object | string) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
 
@@ -112,7 +112,7 @@ t.test('a valid token without the permission gets 403, with it 2xx', async t => 
   const app = await build(t)
   const nobody = await userWithRoles(app, [])
   const admin = await userWithRoles(app, ['Admin'])
-  const { id: clientId } = await app.clientsRepository.create(client)
+  const clientId = await insertClient(app)
   const { id: roleId } = (await app.rolesRepository.findByNames(['User']))[0]!
 
   const cases = [

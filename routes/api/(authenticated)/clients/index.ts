@@ -1,11 +1,12 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { pageOf, sendJsonPage } from '../../../../lib/paging.js'
+import { clientsRepository } from './repository.js'
 import { clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
 const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas })
-  const repository = fastify.clientsRepository
+  const repository = clientsRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {

@@ -1,19 +1,13 @@
-import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import { jsonRows, type JsonRow } from '../lib/json-row-writer.js'
-import { MAX_ID, type Page } from '../lib/paging.js'
-import { prepare, type Database } from '../lib/prepared-query.js'
-import { Client, type ClientInput } from '../routes/api/(authenticated)/clients/schema.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    clientsRepository: ReturnType<typeof createClientsRepository>
-  }
-}
+import { jsonRows, type JsonRow } from '../../../../lib/json-row-writer.js'
+import { MAX_ID, type Page } from '../../../../lib/paging.js'
+import { prepare, type Database } from '../../../../lib/prepared-query.js'
+import { Client, type ClientInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const
 
-function createClientsRepository (database: Database) {
+/** Data access for the clients table, for the routes of this folder. */
+export function clientsRepository (database: Database) {
   const { knex } = database
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
   const queries = {
@@ -52,8 +46,3 @@ function createClientsRepository (database: Database) {
     }
   }
 }
-
-/** Data access for the clients table. */
-export default fp(async (fastify) => {
-  fastify.decorate('clientsRepository', createClientsRepository({ knex: fastify.knex, pool: fastify.pgPool }))
-}, { name: 'clients-repository', dependencies: ['knex'] })

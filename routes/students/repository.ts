@@ -1,20 +1,14 @@
-import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import { uniqueConflict } from '../lib/db-errors.js'
-import { jsonRows, type JsonRow } from '../lib/json-row-writer.js'
-import { MAX_ID, type Page } from '../lib/paging.js'
-import { prepare, type Database } from '../lib/prepared-query.js'
-import { Student, type StudentInput } from '../schemas/students.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    studentsRepository: ReturnType<typeof createStudentsRepository>
-  }
-}
+import { uniqueConflict } from '../../lib/db-errors.js'
+import { jsonRows, type JsonRow } from '../../lib/json-row-writer.js'
+import { MAX_ID, type Page } from '../../lib/paging.js'
+import { prepare, type Database } from '../../lib/prepared-query.js'
+import { Student, type StudentInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
 
-function createStudentsRepository (database: Database, conflict: (message: string) => Error) {
+/** Data access for the students table, shared by both variants of the student routes. */
+export function studentsRepository (database: Database, conflict: (message: string) => Error) {
   const { knex } = database
   const queries = {
     list: prepare<[after: number, limit: number], JsonRow>(database, 'students.list', (after, limit) =>
@@ -69,8 +63,3 @@ function createStudentsRepository (database: Database, conflict: (message: strin
     }
   }
 }
-
-/** Data access for the students table, shared by both variants of the student routes. */
-export default fp(async (fastify) => {
-  fastify.decorate('studentsRepository', createStudentsRepository({ knex: fastify.knex, pool: fastify.pgPool }, message => fastify.httpErrors.conflict(message)))
-}, { name: 'students-repository', dependencies: ['knex', 'sensible'] })

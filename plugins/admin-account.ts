@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import { hashPassword } from '../lib/passwords.js'
-import { ADMIN_ROLE } from './roles-repository.js'
+import { ADMIN_ROLE } from '../schemas/roles.js'
 
 export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
 

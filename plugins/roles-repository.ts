@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../lib/caller-cache.js'
 import { uniqueConflict } from '../lib/db-errors.js'
-import type { Role } from '../routes/api/(authenticated)/roles/schema.js'
+import { ADMIN_ROLE, type Role } from '../schemas/roles.js'
 import { MAX_ID, type Page } from '../lib/paging.js'
 
 declare module 'fastify' {
@@ -10,8 +10,6 @@ declare module 'fastify' {
     rolesRepository: ReturnType<typeof createRolesRepository>
   }
 }
-
-export const ADMIN_ROLE = 'Admin'
 
 function createRolesRepository (knex: Knex, cache: CallerCache, conflict: (message: string) => Error) {
   const select = (trx: Knex) => trx('roles as r')

@@ -1,4 +1,5 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
+import { NamedRef, Timestamp } from './common.js'
 
 /** Fields shared by registration and the users resource. */
 export const userFields = {
@@ -7,3 +8,14 @@ export const userFields = {
   password: Type.String({ minLength: 8, maxLength: 128, description: '8 to 128 characters, not trimmed', writeOnly: true }),
   c_password: Type.String({ maxLength: 128, description: 'The password again', writeOnly: true })
 }
+
+/** A user as the API shows one (and as the users' data access returns one). */
+export const User = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  name: Type.String(),
+  email: Type.String({ format: 'email' }),
+  roles: Type.Array(Type.Ref(NamedRef)),
+  created_at: Timestamp,
+  updated_at: Timestamp
+}, { $id: 'User', additionalProperties: false })
+export type User = Static<typeof User>

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
 import { page, pageOf } from '../../../../lib/paging.js'
 import { InvalidFields } from '../../../../lib/invalid-fields.js'
-import { ADMIN_ROLE } from '../../../../plugins/roles-repository.js'
+import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
 /** `/api/roles`: roles and their permissions, behind the role-* permissions. */

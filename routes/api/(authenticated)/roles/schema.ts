@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, NamedRef, PageQuery, Timestamp } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery } from '../../../../schemas/common.js'
+import { Role } from '../../../../schemas/roles.js'
 
 export const roleFields = {
   name: Type.String({ minLength: 1, maxLength: 255, description: 'Unique without regard to case', example: 'Editor' }),
@@ -10,15 +11,6 @@ export const roleFields = {
 
 export const RoleInput = Type.Object(roleFields, { $id: 'RoleInput', additionalProperties: false })
 export type RoleInput = Static<typeof RoleInput>
-
-export const Role = Type.Object({
-  id: Type.Integer({ minimum: 1 }),
-  name: Type.String(),
-  permissions: Type.Array(Type.Ref(NamedRef)),
-  created_at: Timestamp,
-  updated_at: Timestamp
-}, { $id: 'Role', additionalProperties: false })
-export type Role = Static<typeof Role>
 
 const RoleEnvelope = (description: string) => Envelope(Type.Ref(Role), { description })
 /** The OpenAPI tag of every role operation. */

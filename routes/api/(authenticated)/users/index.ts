@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/invalid-fields.js'
 import { page, pageOf } from '../../../../lib/paging.js'
 import { confirmedPassword, hashPassword } from '../../../../lib/passwords.js'
-import { ADMIN_ROLE } from '../../../../plugins/roles-repository.js'
+import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
 /** `/api/users`: users and their roles, behind the user-* permissions. */

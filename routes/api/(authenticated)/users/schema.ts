@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, NamedRef, PageQuery, Timestamp } from '../../../../schemas/common.js'
-import { userFields } from '../../../../schemas/users.js'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery } from '../../../../schemas/common.js'
+import { User, userFields } from '../../../../schemas/users.js'
 
 const roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
   uniqueItems: true, maxItems: 100, description: 'The names of the user\'s roles', example: ['User']
@@ -25,16 +25,6 @@ const UserChanges = AtLeastOneOf(Type.Object({
 }))
 
 export type UserChanges = Static<typeof UserChanges>
-
-export const User = Type.Object({
-  id: Type.Integer({ minimum: 1 }),
-  name: Type.String(),
-  email: Type.String({ format: 'email' }),
-  roles: Type.Array(Type.Ref(NamedRef)),
-  created_at: Timestamp,
-  updated_at: Timestamp
-}, { $id: 'User', additionalProperties: false })
-export type User = Static<typeof User>
 
 const UserEnvelope = (description: string) => Envelope(Type.Ref(User), { description })
 /** The OpenAPI tag of every user operation. */

@@ -3,10 +3,10 @@ import AutoLoad from '@fastify/autoload'
 import fp from 'fastify-plugin'
 import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import type { Config } from './lib/config.js'
-import { buildValidator } from './lib/validation.js'
-import type { AppOptions } from './plugins/config.js'
-import { clientErrorHandler, frameworkErrors } from './plugins/errors.js'
+import type { Config } from './lib/process/config.js'
+import { buildValidator } from './lib/http/validation.js'
+import type { AppOptions } from './plugins/app/config.js'
+import { clientErrorHandler, frameworkErrors } from './plugins/app/errors.js'
 
 export type { AppOptions }
 
@@ -26,7 +26,7 @@ export function serverOptions (config: Config): FastifyServerOptions {
     requestTimeout: config.timeouts.request,
     connectionTimeout: config.timeouts.request,
     keepAliveTimeout: config.timeouts.keepAlive,
-    // plugins/load-shedding.ts answers requests that arrive while closing, in the error body.
+    // plugins/app/load-shedding.ts answers requests that arrive while closing, in the error body.
     return503OnClosing: false,
     // Start-up waits on the database only, each wait bounded by its timeout (DB_CONNECT_TIMEOUT;
     // DB_STATEMENT_TIMEOUT for another instance's migration). Fastify's own 10 s for loading the
@@ -45,6 +45,8 @@ export function serverOptions (config: Config): FastifyServerOptions {
 
 /** The application as one plugin: the plugins first, then the routes. */
 async function app (fastify: FastifyInstance, opts: AppOptions) {
+  // plugins/external/ wraps libraries, plugins/app/ holds the application's own; autoload
+  // registers them all in the order their `dependencies` ask for.
   await fastify.register(AutoLoad, {
     dir: path.join(import.meta.dirname, 'plugins'),
     options: opts

@@ -1,9 +1,9 @@
 // Settings for the knex CLI (`npm run knex -- migrate:list`), read from the same
 // environment variables as the service.
-import { ensureCommandDatabase } from './lib/command-database.js'
-import { loadConfig } from './lib/config.js'
-import { knexConfig } from './lib/knex-config.js'
-import { packageRoot } from './lib/package-info.js'
+import { ensureCommandDatabase } from './lib/db/command-database.js'
+import { loadConfig } from './lib/process/config.js'
+import { knexConfig } from './lib/db/knex-config.js'
+import { packageRoot } from './lib/process/package-info.js'
 
 // The CLI moves into the knexfile's folder (dist/), so DATA_DIR is resolved against the
 // package's folder, where `npm start` runs the service.

@@ -2,11 +2,11 @@ import cluster from 'node:cluster'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
-import { ConfigError, listeningOrigin, loadConfig, type Config } from './lib/config.js'
-import { claimDataDir } from './lib/data-dir-lock.js'
-import { EmbeddedPostgres } from './lib/embedded-postgres.js'
-import { forTerminal } from './lib/logging.js'
-import { runPrimary } from './lib/primary.js'
+import { ConfigError, listeningOrigin, loadConfig, type Config } from './lib/process/config.js'
+import { claimDataDir } from './lib/db/data-dir-lock.js'
+import { EmbeddedPostgres } from './lib/db/embedded-postgres.js'
+import { forTerminal } from './lib/process/logging.js'
+import { runPrimary } from './lib/process/primary.js'
 
 function readConfig (): Config {
   try {

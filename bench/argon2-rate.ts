@@ -3,7 +3,7 @@
 // it). Run as a child of bench/run.ts, so that each pool size gets a process of its own;
 // prints verifications a second.
 import { hash, verify } from '@node-rs/argon2'
-import { ARGON2_OPTIONS } from '../lib/argon2-options.js'
+import { ARGON2_OPTIONS } from '../lib/auth/argon2-options.js'
 
 const [parallel, seconds] = process.argv.slice(2).map(Number) as [number, number]
 const password = 'a benchmark password'

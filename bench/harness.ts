@@ -6,7 +6,7 @@ import { once } from 'node:events'
 import net from 'node:net'
 import path from 'node:path'
 import pg from 'pg'
-import { EmbeddedPostgres } from '../lib/embedded-postgres.js'
+import { EmbeddedPostgres } from '../lib/db/embedded-postgres.js'
 
 const freePort = async () => {
   const server = net.createServer().listen(0, '127.0.0.1')

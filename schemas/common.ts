@@ -1,5 +1,5 @@
 import { Type, type ObjectOptions, type TObject, type TSchema } from '@sinclair/typebox'
-import { DEFAULT_PAGE, MAX_ID, MAX_PAGE } from '../lib/paging.js'
+import { DEFAULT_PAGE, MAX_ID, MAX_PAGE } from '../lib/http/paging.js'
 
 /** The one error body of every route. */
 export const ErrorBody = Type.Object({

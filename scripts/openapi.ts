@@ -4,8 +4,8 @@
 import { writeFile } from 'node:fs/promises'
 import Fastify from 'fastify'
 import app, { serverOptions } from '../app.js'
-import { loadConfig } from '../lib/config.js'
-import { EmbeddedPostgres } from '../lib/embedded-postgres.js'
+import { loadConfig } from '../lib/process/config.js'
+import { EmbeddedPostgres } from '../lib/db/embedded-postgres.js'
 
 const config = { ...loadConfig(), logLevel: 'warn' as const }
 const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)

@@ -5,9 +5,9 @@
 import { randomBytes } from 'node:crypto'
 import Fastify from 'fastify'
 import app, { serverOptions } from '../app.js'
-import { ensureCommandDatabase } from '../lib/command-database.js'
-import { loadConfig } from '../lib/config.js'
-import { hashPassword } from '../lib/passwords.js'
+import { ensureCommandDatabase } from '../lib/db/command-database.js'
+import { loadConfig } from '../lib/process/config.js'
+import { hashPassword } from '../lib/auth/passwords.js'
 
 const email = process.argv[2]?.trim()
 if (!email) {

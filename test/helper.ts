@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
 import type { Test } from 'tap'
 import pg from 'pg'
 import app, { serverOptions } from '../app.js'
-import { loadConfig, type Config, type DatabaseConfig } from '../lib/config.js'
+import { loadConfig, type Config, type DatabaseConfig } from '../lib/process/config.js'
 import { conformToOpenApi } from './openapi-conformance.js'
 import { testEmbeddedPostgres } from './setup/test-database-server.js'
 

@@ -1,9 +1,9 @@
 // The ceiling: node:http and a pg Pool, named prepared statements, JSON.stringify, no framework.
 import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
-import { emailKey } from '../../lib/email.js'
-import { verifyPassword } from '../../lib/passwords.js'
-import { AUDIENCE, ISSUER } from '../../plugins/auth.js'
+import { emailKey } from '../../lib/auth/email.js'
+import { verifyPassword } from '../../lib/auth/passwords.js'
+import { AUDIENCE, ISSUER } from '../../plugins/app/auth.js'
 import { pool, SQL } from './sql.js'
 
 const db = pool()

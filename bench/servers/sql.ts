@@ -1,7 +1,7 @@
 // The SQL the service's knex queries produce for the benchmarked routes, so that the ceiling
 // and the peer run exactly the same statements.
 import pg from 'pg'
-import { SESSION_OPTIONS, types } from '../../lib/pg-types.js'
+import { SESSION_OPTIONS, types } from '../../lib/db/pg-types.js'
 
 const COLUMNS = '"id", "name", "email", "age", "dob", "created_at", "updated_at"'
 

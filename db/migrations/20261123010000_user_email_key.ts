@@ -1,8 +1,8 @@
 import type { Knex } from 'knex'
-import { emailKey } from '../../lib/email.js'
+import { emailKey } from '../../lib/auth/email.js'
 
 /**
- * Users are found, kept unique and rate limited by one form of their address (lib/email.ts),
+ * Users are found, kept unique and rate limited by one form of their address (lib/auth/email.ts),
  * worked out by the service rather than by PostgreSQL's locale-dependent `lower()`: the two
  * disagreed on "İ", so that a locked address logged in under another spelling.
  */

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex'
-import { uniqueConflict } from '../../lib/db-errors.js'
-import { jsonRows, type JsonRow } from '../../lib/json-row-writer.js'
-import { MAX_ID, type Page } from '../../lib/paging.js'
-import { prepare, type Database } from '../../lib/prepared-query.js'
+import { uniqueConflict } from '../../lib/db/db-errors.js'
+import { jsonRows, type JsonRow } from '../../lib/db/json-row-writer.js'
+import { MAX_ID, type Page } from '../../lib/http/paging.js'
+import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { Student, type StudentInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { pageOf, sendJsonPage } from '../../lib/paging.js'
-import type { OpenApiTag } from '../../plugins/swagger.js'
+import { pageOf, sendJsonPage } from '../../lib/http/paging.js'
+import type { OpenApiTag } from '../../plugins/external/swagger.js'
 import { studentsRepository } from './repository.js'
 import { studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
 

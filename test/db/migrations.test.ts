@@ -31,7 +31,7 @@ t.test('an instance waits for another\'s migration however long it takes past Fa
   const db = await createDatabase(t)
   const base = testConfig(db)
   const config = testConfig(db, { timeouts: { ...base.timeouts, dbStatement: 30_000 } })
-  // Another instance's migration: the advisory lock of plugins/knex.ts, held for 11 s.
+  // Another instance's migration: the advisory lock of plugins/external/knex.ts, held for 11 s.
   const other = new pg.Client(db)
   await other.connect()
   t.teardown(() => other.end())

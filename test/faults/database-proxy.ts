@@ -1,6 +1,6 @@
 import net from 'node:net'
 import type { Test } from 'tap'
-import type { DatabaseConfig } from '../../lib/config.js'
+import type { DatabaseConfig } from '../../lib/process/config.js'
 
 /**
  * A TCP proxy in front of a test database, to make it misbehave as a network or a server

@@ -4,7 +4,7 @@ import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { EmbeddedPostgres } from '../../lib/embedded-postgres.js'
+import { EmbeddedPostgres } from '../../lib/db/embedded-postgres.js'
 import { startServer } from '../server/process.js'
 
 const run = promisify(execFile)

@@ -2,5 +2,5 @@
 // that the tests share, unless DB_HOST names another server.
 import { testEmbeddedPostgres } from './test-database-server.js'
 
-// As lib/config.ts decides: DB_HOST names another server.
+// As lib/process/config.ts decides: DB_HOST names another server.
 if (!process.env.DB_HOST?.trim()) await testEmbeddedPostgres.start()

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { confirmedPassword, hashPassword, verifyPassword } from '../../../lib/passwords.js'
+import { confirmedPassword, hashPassword, verifyPassword } from '../../../lib/auth/passwords.js'
 import { authSchemas, authTag } from './schema.js'
 
 /**

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { hashPassword } from '../../../lib/passwords.js'
+import { hashPassword } from '../../../lib/auth/passwords.js'
 
 export const PASSWORD = 'correct horse battery'
 

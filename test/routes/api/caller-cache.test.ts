@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { build, buildApp, createDatabase, testConfig, within } from '../../helper.js'
 import { databaseProxy } from '../../faults/database-proxy.js'
 import { sleep } from '../../server/process.js'
-import { LISTENER_NAME } from '../../../plugins/caller-cache.js'
+import { LISTENER_NAME } from '../../../plugins/app/caller-cache.js'
 import { bearer, roleWithPermissions, userWithRoles } from './accounts.js'
 
 /** How many token checks have reached the database since this call. */

@@ -1,7 +1,7 @@
 import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto'
 import t from 'tap'
 import { build, TEST_JWT_SECRET } from '../../helper.js'
-import { AUDIENCE, ISSUER } from '../../../plugins/auth.js'
+import { AUDIENCE, ISSUER } from '../../../plugins/app/auth.js'
 import { bearer, client, insertClient, userWithRoles } from './accounts.js'
 
 const b64 = (value: object | string) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')

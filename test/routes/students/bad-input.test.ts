@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import { build } from '../../helper.js'
-import { MAX_BODY_DEPTH } from '../../../plugins/json-body.js'
+import { MAX_BODY_DEPTH } from '../../../plugins/app/json-body.js'
 import { ada, variants } from './fixtures.js'
 
 /** What an answer must never show: SQL, constraint names, stack frames. */

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { pageOf, sendJsonPage } from '../../../../lib/paging.js'
+import { pageOf, sendJsonPage } from '../../../../lib/http/paging.js'
 import { clientsRepository } from './repository.js'
 import { clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 

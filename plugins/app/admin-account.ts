@@ -1,0 +1,47 @@
+import { randomBytes } from 'node:crypto'
+import fp from 'fastify-plugin'
+import { hashPassword } from '../../lib/auth/passwords.js'
+import { ADMIN_ROLE } from '../../schemas/roles.js'
+
+export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
+
+/** The advisory lock that instances starting together take around this check (any shared constant). */
+const BOOTSTRAP_LOCK = 7_355_609
+
+/**
+ * Makes sure an administrator exists: the user of ADMIN_EMAIL / ADMIN_PASSWORD when set
+ * (an existing user of that address keeps their password and gains Admin); else, where
+ * the configuration asks for it (the embedded database) and nobody holds Admin,
+ * admin@example.com with a random password that is logged once.
+ */
+export default fp(async (fastify) => {
+  const { adminEmail, adminPassword, generateAdmin } = fastify.config.auth
+  const { usersRepository, rolesRepository } = fastify
+
+  /**
+   * Gives the user of this address Admin, creating them with this password if needed; true
+   * when created. With `onlyIfNone`, does nothing while someone holds Admin.
+   */
+  async function ensureAdmin (email: string, password: string, onlyIfNone = false): Promise<boolean> {
+    return fastify.knex.transaction(async trx => {
+      // Serialised, so that instances starting together create one administrator.
+      await trx.raw('select pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK])
+      if (onlyIfNone && await usersRepository.countAdmins(trx) > 0) return false
+      const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
+      const existing = await usersRepository.findCredentials(email, trx)
+      const userId = existing?.id ??
+        (await usersRepository.create({ name: 'Administrator', email, passwordHash: await hashPassword(password), roleIds: [] }, trx)).id
+      await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
+      return existing === undefined
+    })
+  }
+
+  if (adminEmail !== undefined && adminPassword !== undefined) {
+    await ensureAdmin(adminEmail, adminPassword)
+  } else if (generateAdmin) {
+    const password = randomBytes(12).toString('base64url')
+    if (await ensureAdmin(DEFAULT_ADMIN_EMAIL, password, true)) {
+      fastify.log.warn({ email: DEFAULT_ADMIN_EMAIL, password }, 'created the administrator: this password is shown once only')
+    }
+  }
+}, { name: 'admin-account', dependencies: ['config', 'users-repository', 'roles-repository'] })

@@ -1,0 +1,129 @@
+import { randomUUID } from 'node:crypto'
+import fp from 'fastify-plugin'
+import fastifyJwt from '@fastify/jwt'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { MAX_ID } from '../../lib/http/paging.js'
+import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
+
+/** The caller of a request that passed `fastify.authenticate`. */
+export interface Caller {
+  id: number
+  jti: string
+  /** Expiry of the presented token, seconds since the epoch. */
+  exp: number
+  permissions: Set<string>
+}
+
+interface TokenClaims {
+  sub: string
+  jti: string
+  /** The user's token generation when the token was issued; logging out everywhere moves it on. */
+  gen: number
+  iat: number
+  exp: number
+}
+
+declare module '@fastify/jwt' {
+  interface FastifyJWT {
+    payload: Pick<TokenClaims, 'sub' | 'jti' | 'gen'>
+    user: Caller
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** onRequest hook: a valid bearer token of an existing user, not logged out, or 401. */
+    authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** Route hook factory (onRequest, before the body is read): the caller holds `permission`, or 403. */
+    can: (permission: string) => (request: FastifyRequest) => Promise<void>
+    /** A new token for the user. */
+    issueToken: (user: { id: number, token_generation: number }) => string
+  }
+}
+
+export const ISSUER = 'student-records-api'
+export const AUDIENCE = 'student-records-api'
+const BEARER = /^Bearer +([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*) *$/i
+/** The claims exactly as `issueToken` writes them: a user id in plain decimal, a version 4 UUID. */
+const USER_ID = /^[1-9]\d{0,9}$/
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+
+/** Whether the claims are of the forms the service signs; anything else, even validly signed, is refused. */
+function wellFormed (claims: TokenClaims): boolean {
+  return typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= MAX_ID &&
+    typeof claims.jti === 'string' && UUID.test(claims.jti) &&
+    Number.isSafeInteger(claims.gen) && claims.gen >= 0
+}
+
+/**
+ * Bearer tokens: HS256 JWTs with sub, jti, iat, exp, iss and aud all required. A token's
+ * first request looks its caller up in one query; later ones find it in the caller cache,
+ * which every logout, deletion and change of roles or permissions empties of what it
+ * touches (see plugins/app/caller-cache.ts), so that the change takes effect on the next request.
+ */
+export default fp(async (fastify) => {
+  const { jwtSecret, jwtTtlSeconds, cacheSize } = fastify.config.auth
+
+  await fastify.register(fastifyJwt, {
+    secret: jwtSecret,
+    // @fastify/jwt reads a number as seconds.
+    sign: { algorithm: 'HS256', iss: ISSUER, aud: AUDIENCE, expiresIn: jwtTtlSeconds },
+    verify: {
+      algorithms: ['HS256'],
+      allowedIss: ISSUER,
+      allowedAud: AUDIENCE,
+      requiredClaims: ['sub', 'jti', 'iat', 'exp', 'iss', 'aud']
+    }
+  })
+  const verifiedTokens = new VerifiedTokens<TokenClaims>(cacheSize)
+
+  const unauthorized = (reply: FastifyReply, message: string) => {
+    reply.header('www-authenticate', 'Bearer realm="api"')
+    return fastify.httpErrors.unauthorized(message)
+  }
+
+  fastify.decorate('issueToken', (user: { id: number, token_generation: number }) =>
+    fastify.jwt.sign({ sub: String(user.id), jti: randomUUID(), gen: user.token_generation }))
+
+  fastify.decorate('authenticate', async (request: FastifyRequest, reply: FastifyReply) => {
+    const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
+    if (!token) throw unauthorized(reply, 'A bearer token is required')
+
+    let claims: TokenClaims
+    try {
+      claims = verifiedTokens.claims(token, text => fastify.jwt.verify<TokenClaims>(text))
+    } catch {
+      throw unauthorized(reply, 'The token is invalid or has expired')
+    }
+    if (!wellFormed(claims)) throw unauthorized(reply, 'The token is invalid or has expired')
+    const id = Number(claims.sub)
+
+    const cache = fastify.callerCache
+    let caller = cache.get(claims.jti)
+    if (caller?.userId !== id) {
+      const version = cache.version
+      const { rows } = await fastify.knex.raw<{ rows: { permissions: string[] }[] }>(`
+        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
+        from users u
+        left join user_roles ur on ur.user_id = u.id
+        left join role_permissions rp on rp.role_id = ur.role_id
+        left join permissions p on p.id = rp.permission_id
+        where u.id = ? and u.deleted_at is null
+          and (u.token_generation = ? or exists (select 1 from kept_tokens k
+            where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation))
+          and not exists (select 1 from revoked_tokens where jti = ?)
+        group by u.id`, [id, claims.gen, claims.jti, claims.jti]).options({ name: 'auth.caller' })
+      if (rows.length === 0) throw unauthorized(reply, 'The token is no longer valid')
+      caller = { userId: id, permissions: new Set(rows[0]!.permissions) }
+      cache.set(claims.jti, caller, version)
+    }
+
+    request.user = { id, jti: claims.jti, exp: claims.exp, permissions: caller.permissions }
+  })
+
+  fastify.decorate('can', (permission: string) => async (request: FastifyRequest) => {
+    if (!request.user.permissions.has(permission)) {
+      throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
+    }
+  })
+}, { name: 'auth', dependencies: ['config', 'knex', 'sensible', 'caller-cache'] })

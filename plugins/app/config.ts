@@ -1,0 +1,17 @@
+import fp from 'fastify-plugin'
+import type { Config } from '../../lib/process/config.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    config: Config
+  }
+}
+
+export interface AppOptions {
+  config: Config
+}
+
+/** Exposes the configuration that server.ts (or the test helper) validated once. */
+export default fp<AppOptions>(async (fastify, opts) => {
+  fastify.decorate('config', opts.config)
+}, { name: 'config' })

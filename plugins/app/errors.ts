@@ -1,0 +1,156 @@
+import { STATUS_CODES } from 'node:http'
+import fp from 'fastify-plugin'
+import type { Duplex } from 'node:stream'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
+import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
+import { InvalidFields } from '../../lib/http/invalid-fields.js'
+import { HandlerTimeoutError } from './request-timing.js'
+import { SECURITY_HEADERS } from './security-headers.js'
+
+/** Seconds a client should wait before retrying a 503 (database out of reach, timeout, overload). */
+export const RETRY_AFTER_SECONDS = 5
+
+// Error codes of node's sockets (ENOENT: a Unix socket that is gone with its server) and of
+// PostgreSQL (class 08: connection exception, 53300: too many connections, 57P0x: server
+// shutting down or not yet up).
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ENOENT',
+  '08000', '08001', '08003', '08004', '08006', '53300', '57P01', '57P02', '57P03'
+])
+
+// PostgreSQL's codes for a statement that gave way and wrote nothing: cancelled at
+// DB_STATEMENT_TIMEOUT, a lock not had, a serialization failure, a deadlock.
+const BUSY_CODES = new Set(['57014', '55P03', '40001', '40P01'])
+
+function isDatabaseUnavailable (error: FastifyError): boolean {
+  return error.name === 'KnexTimeoutError' ||
+    UNAVAILABLE_CODES.has(error.code) ||
+    // pg's own errors for a connection lost (which knex prefixes with the SQL), and pg's pool's
+    // for no free connection in time.
+    /Connection terminated|Connection ended unexpectedly|connection error and is not queryable|timeout exceeded when trying to connect/.test(error.message)
+}
+
+/** `{ "email": ["must match format \"email\""] }` from ajv's errors. */
+export function fieldErrors (errors: FastifySchemaValidationError[], context: string): Record<string, string[]> {
+  // A Map, since a field may be named `constructor` or `__proto__`.
+  const fields = new Map<string, string[]>()
+  for (const error of errors) {
+    const path = error.instancePath.split('/').slice(1)
+    let message = String(error.message)
+    if (error.keyword === 'required') {
+      path.push(String(error.params.missingProperty))
+      message = 'is required'
+    } else if (error.keyword === 'additionalProperties') {
+      path.push(String(error.params.additionalProperty))
+      message = 'is not allowed'
+    } else if (error.keyword === 'minProperties') {
+      message = 'must have at least one property'
+    } else if (error.keyword === 'minLength' && error.params.limit === 1) {
+      message = 'must not be empty'
+    }
+    const field = path.length > 0 ? path.join('.') : context
+    fields.set(field, [...fields.get(field) ?? [], message])
+  }
+  return Object.fromEntries(fields)
+}
+
+const PARTS: Record<SchemaErrorDataVar, string> = {
+  body: 'request body', querystring: 'query string', params: 'path', headers: 'headers'
+}
+
+/** The contract's error body. */
+export function errorBody (statusCode: number, message: string, data?: Record<string, string[]>) {
+  return { success: false, statusCode, error: STATUS_CODES[statusCode], message, ...(data && { data }) }
+}
+
+export function sendError (reply: FastifyReply, statusCode: number, message: string, data?: Record<string, string[]>) {
+  return reply.code(statusCode).send(errorBody(statusCode, message, data))
+}
+
+/**
+ * Fastify's `frameworkErrors`: a URL the router cannot decode (`/students/%`) is answered
+ * before any hook runs, so the security headers are set here.
+ */
+export function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
+  request.log.info({ method: request.method, url: request.url, code: error.code }, 'request refused: a malformed URL')
+  reply.headers(SECURITY_HEADERS)
+  return sendError(reply, 400, 'The URL is malformed (a bad percent-encoding)')
+}
+
+/** What Node's HTTP parser refuses, as the client's fault: status and message. */
+function parserError (code: string | undefined): [number, string] {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'The request was not received in time']
+  if (code === 'HPE_HEADER_OVERFLOW') return [431, 'The request\'s headers (or URL) are larger than the limit']
+  return [400, 'The request is not valid HTTP']
+}
+
+/**
+ * Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses (headers too large,
+ * Transfer-Encoding with Content-Length, not HTTP at all) or that was not received in time is
+ * answered on the socket itself, in the error body with the security headers, and the
+ * connection closed. Logged at info: it is the client's doing.
+ */
+export function clientErrorHandler (this: FastifyInstance, error: Error & { code?: string }, socket: Duplex) {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const [statusCode, message] = parserError(error.code)
+  this.log.info({ code: error.code, statusCode }, 'request refused by the HTTP parser')
+  /* c8 ignore next 4 -- a client that closed its side of the connection already */
+  if (!socket.writable) {
+    socket.destroy(error)
+    return
+  }
+  const body = JSON.stringify(errorBody(statusCode, message))
+  const headers = {
+    ...SECURITY_HEADERS,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close'
+  }
+  socket.write(`HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`)
+  socket.destroy(error)
+}
+
+/**
+ * One error body for every error of every route. 4xx errors say what was wrong; 5xx
+ * errors say nothing of the internals (no SQL, stack or names), and are logged whole.
+ */
+export default fp(async (fastify) => {
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error.validation) {
+      const context = error.validationContext as SchemaErrorDataVar
+      const data = fieldErrors(error.validation, context)
+      const summary = Object.entries(data).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')
+      request.log.info({ validation: data }, 'invalid request')
+      return sendError(reply, 400, `Invalid ${PARTS[context]}: ${summary}`, data)
+    }
+    // The client left before its request had all arrived: nobody to answer, and no fault of the server's.
+    if (request.raw.complete === false && (request.raw.readableAborted || request.raw.socket.destroyed)) {
+      request.log.info({ method: request.method, url: request.url }, 'the client closed the connection before its request had arrived')
+      return sendError(reply, 400, 'The request was not received whole')
+    }
+    if (error instanceof HandlerTimeoutError) {
+      request.log.error({ err: error }, 'request timed out')
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return sendError(reply, 503, 'The request took too long; try again later')
+    }
+    if (BUSY_CODES.has(error.code)) {
+      request.log.error({ err: error }, 'database busy')
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return sendError(reply, 503, 'The database is busy; try again later')
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.error({ err: error }, 'database unavailable')
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return sendError(reply, 503, 'The database is unavailable; try again later')
+    }
+    const statusCode = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 600
+      ? error.statusCode
+      : 500
+    if (statusCode >= 500) {
+      request.log.error({ err: error }, 'request failed')
+      return sendError(reply, statusCode, 'The server failed to answer this request')
+    }
+    request.log.info({ err: error }, 'request refused')
+    return sendError(reply, statusCode, error.message, error instanceof InvalidFields ? error.fields : undefined)
+  })
+}, { name: 'errors' })

@@ -1,0 +1,57 @@
+import { monitorEventLoopDelay } from 'node:perf_hooks'
+import fp from 'fastify-plugin'
+import { RETRY_AFTER_SECONDS, sendError } from './errors.js'
+
+/** The period, in ms, of the timer whose delays measure the event loop's lag. */
+const RESOLUTION = 10
+
+/**
+ * Load shedding: while the event loop lags past MAX_EVENT_LOOP_DELAY, new requests are
+ * answered 503 with Retry-After at once, instead of queueing up behind the others with
+ * ever-growing latency. /health/ready says 503 too, so that a balancer sends work elsewhere;
+ * /health/live still says 200, so that nobody restarts a process that is merely busy. While
+ * the service closes, every request is answered 503 (with `Connection: close`).
+ *
+ * The lag is the mean delay of a 10 ms timer over each sampling period, as
+ * @fastify/under-pressure measures it. That plugin takes a period with no tick of the timer
+ * as infinite lag, so that a single stall of a few hundred ms shed every request for a
+ * period (test/plugins/app/load-shedding.test.ts). Here such a period lags by as much as the
+ * sampler itself ran late.
+ */
+export default fp(async (fastify) => {
+  const { maxEventLoopDelay } = fastify.config.timeouts
+  const period = Math.min(1_000, Math.max(RESOLUTION, Math.floor(maxEventLoopDelay / 4)))
+
+  const delays = monitorEventLoopDelay({ resolution: RESOLUTION })
+  delays.enable()
+  let lag = 0
+  let due = performance.now() + period
+  const sampler = setTimeout(() => {
+    lag = Math.max(0, delays.count > 0 ? delays.mean / 1e6 - RESOLUTION : performance.now() - due)
+    delays.reset()
+    due = performance.now() + period
+    sampler.refresh()
+  }, period).unref()
+  fastify.addHook('onClose', async () => {
+    clearTimeout(sampler)
+    delays.disable()
+  })
+
+  // Closing (SIGTERM): requests that still arrive on open connections get 503 in the error body
+  // and the connection is closed (Fastify's own return503OnClosing answers in a body of its own).
+  let closing = false
+  fastify.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (closing) {
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS)).header('connection', 'close')
+      return sendError(reply, 503, 'The service is shutting down; try again')
+    }
+    if (lag <= maxEventLoopDelay || request.url === '/health/live') return done()
+    reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+    sendError(reply, 503, 'The service is overloaded; try again later')
+  })
+}, { name: 'load-shedding', dependencies: ['config', 'errors', 'security-headers'] })

@@ -1,0 +1,91 @@
+import fp from 'fastify-plugin'
+import type { Knex } from 'knex'
+import type { CallerCache } from '../../lib/auth/caller-cache.js'
+import { uniqueConflict } from '../../lib/db/db-errors.js'
+import { ADMIN_ROLE, type Role } from '../../schemas/roles.js'
+import { MAX_ID, type Page } from '../../lib/http/paging.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    rolesRepository: ReturnType<typeof createRolesRepository>
+  }
+}
+
+function createRolesRepository (knex: Knex, cache: CallerCache, conflict: (message: string) => Error) {
+  const select = (trx: Knex) => trx('roles as r')
+    .select('r.id', 'r.name', 'r.created_at', 'r.updated_at', trx.raw(`coalesce(
+      (select json_agg(json_build_object('id', p.id, 'name', p.name) order by p.id)
+       from role_permissions rp join permissions p on p.id = rp.permission_id
+       where rp.role_id = r.id), '[]') as permissions`))
+
+  const nameTaken = (error: unknown, name: string | undefined) =>
+    uniqueConflict(error, 'roles_name_unique', () => conflict(`A role named ${name} already exists`))
+
+  /** Gives the role exactly these permissions. */
+  async function setPermissions (trx: Knex, roleId: number, permissionIds: number[]) {
+    await trx('role_permissions').where({ role_id: roleId }).delete()
+    if (permissionIds.length > 0) {
+      await trx('role_permissions').insert(permissionIds.map(permissionId => ({ role_id: roleId, permission_id: permissionId })))
+    }
+  }
+
+  return {
+    async list ({ limit, after }: Page, trx: Knex = knex): Promise<Role[]> {
+      return select(trx).where('r.id', '>', after ?? 0).orderBy('r.id').limit(limit + 1)
+    },
+
+    async find (id: number, trx: Knex = knex): Promise<Role | undefined> {
+      if (id > MAX_ID) return undefined
+      return select(trx).where('r.id', id).first()
+    },
+
+    /** The roles with these names, with their permissions; unknown names are left out. */
+    async findByNames (names: string[], trx: Knex = knex): Promise<Role[]> {
+      if (names.length === 0) return []
+      return select(trx).whereRaw('lower(r.name) = any(?)', [names.map(name => name.toLowerCase())])
+    },
+
+    /** Every permission, in id order. */
+    async permissions (trx: Knex = knex): Promise<{ id: number, name: string }[]> {
+      return trx('permissions').select('id', 'name').orderBy('id')
+    },
+
+    async create (name: string, permissionIds: number[], trx: Knex): Promise<Role> {
+      try {
+        const [{ id }] = await trx('roles').insert({ name }).returning('id')
+        await setPermissions(trx, id, permissionIds)
+        return (await select(trx).where('r.id', id).first()) as Role
+      } catch (error) {
+        throw nameTaken(error, name)
+      }
+    },
+
+    async update (id: number, changes: { name?: string | undefined, permissionIds?: number[] | undefined }, trx: Knex): Promise<Role> {
+      try {
+        await trx('roles').update({ ...(changes.name !== undefined && { name: changes.name }), updated_at: trx.fn.now() }).where({ id })
+        if (changes.permissionIds) {
+          await setPermissions(trx, id, changes.permissionIds)
+          cache.afterCommit(trx, callers => callers.clear())
+        }
+        return (await select(trx).where('r.id', id).first()) as Role
+      } catch (error) {
+        throw nameTaken(error, changes.name)
+      }
+    },
+
+    async remove (id: number, trx: Knex): Promise<void> {
+      await trx('roles').where({ id }).delete()
+      cache.afterCommit(trx, callers => callers.clear())
+    },
+
+    /** Takes the lock that serialises every change touching the Admin role or its holders. */
+    async lockAdmin (trx: Knex): Promise<void> {
+      await trx('roles').whereRaw('name = ?', [ADMIN_ROLE]).forUpdate().select('id')
+    }
+  }
+}
+
+/** Data access for roles and their permissions. */
+export default fp(async (fastify) => {
+  fastify.decorate('rolesRepository', createRolesRepository(fastify.knex, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
+}, { name: 'roles-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

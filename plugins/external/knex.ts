@@ -1,0 +1,53 @@
+import fp from 'fastify-plugin'
+import knex, { type Knex } from 'knex'
+import pg from 'pg'
+import { knexConfig } from '../../lib/db/knex-config.js'
+import type { Database } from '../../lib/db/prepared-query.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    knex: Knex
+    /** The pool of the prepared queries of the hot paths (lib/db/prepared-query.ts, the rate limits). */
+    pgPool: pg.Pool
+    /** Both, as the repositories' prepared queries take them. */
+    database: Database
+  }
+}
+
+/** The advisory lock that instances take around migrating (any constant shared by all of them). */
+const MIGRATION_LOCK = 7_355_608
+
+/**
+ * Migrates to the latest schema once, however many instances start together: each takes
+ * an advisory lock on a connection of its own, so the others wait and then find nothing to do
+ * (knex's own lock would make them fail instead).
+ */
+async function migrate (db: Knex, connection: pg.ClientConfig): Promise<void> {
+  const lock = new pg.Client(connection)
+  await lock.connect()
+  try {
+    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
+    await db.migrate.latest()
+  } finally {
+    await lock.end()
+  }
+}
+
+/**
+ * The database connection pools, knex's and a plain `pg` pool on the same settings, each of
+ * DB_POOL_MAX connections; migrated to the latest schema before the app serves.
+ */
+export default fp(async (fastify) => {
+  const config = knexConfig(fastify.config)
+  const connection = config.connection as pg.ClientConfig
+  const db = knex(config)
+  // Waiting for a free connection is bounded as knex's acquiring is.
+  const pool = new pg.Pool({ ...connection, max: fastify.config.dbPoolMax, connectionTimeoutMillis: fastify.config.timeouts.dbAcquire })
+  // An idle connection that the server closes is dropped from the pool; without a listener it would end the process.
+  pool.on('error', error => fastify.log.warn({ err: error }, 'idle database connection lost'))
+  fastify.decorate('knex', db)
+  fastify.decorate('pgPool', pool)
+  fastify.decorate('database', { knex: db, pool })
+  fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
+  await migrate(db, connection)
+}, { name: 'knex', dependencies: ['config'] })

@@ -1,0 +1,65 @@
+import type { TSchema } from '@sinclair/typebox'
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import swagger from '@fastify/swagger'
+import swaggerUi from '@fastify/swagger-ui'
+import { packageInfo } from '../../lib/process/package-info.js'
+
+export const TITLE = 'Student records API'
+
+export interface OpenApiTag { name: string, description: string }
+
+/** What a route folder declares of its own for the OpenAPI document. */
+export interface ResourceDeclaration {
+  /** The tag its operations carry, with its description. */
+  tag?: OpenApiTag
+  /** The schemas its routes reference by $id: components of the document. */
+  schemas?: TSchema[]
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /**
+     * Declares a route folder's tag and shared schemas, on the folder's own instance: called
+     * first thing in its routes plugin, so that nothing else lists them.
+     */
+    declareResource (declaration: ResourceDeclaration): void
+  }
+}
+
+/**
+ * The OpenAPI 3.1 document, built from the routes' TypeBox schemas and served at
+ * /documentation/json and /documentation/yaml, with a browsable page at /documentation
+ * whose assets are served from the package itself (no CDN).
+ */
+export default fp(async (fastify) => {
+  const tags: OpenApiTag[] = []
+  fastify.decorate('declareResource', function (this: FastifyInstance, { tag, schemas = [] }: ResourceDeclaration) {
+    if (tag) tags.push(tag)
+    for (const schema of schemas) this.addSchema(schema)
+  })
+
+  await fastify.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: TITLE,
+        version: packageInfo.version,
+        description: 'Students in two variants (`/api/v1/students`, `/students`), and an authenticated interface with users, roles, permissions and clients. Every error answers the `ErrorBody`.',
+        license: { name: packageInfo.license, identifier: packageInfo.license }
+      },
+      servers: [{ url: '/', description: 'This server' }],
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/login or /api/register' }
+        }
+      }
+    },
+    // Shared schemas become components named by their $id (every one has one), not def-0, def-1, ...
+    refResolver: { buildLocalReference: json => String(json.$id) },
+    // The tags the route folders declared, in the order they were declared.
+    transformObject: document => ({ ...(document as { openapiObject: object }).openapiObject, tags })
+  })
+  // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
+  await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })
+}, { name: 'swagger', dependencies: ['schemas'] })

@@ -1,0 +1,167 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
+import t from 'tap'
+import { listeningOrigin, loadConfig } from '../../../lib/process/config.js'
+
+const SECRET = 'x'.repeat(32)
+
+t.test('defaults, with the embedded database', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'config-'))
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const config = loadConfig({ DATA_DIR: dataDir })
+  const secret = await readFile(path.join(dataDir, 'jwt-secret'), 'utf8')
+  t.same(config, {
+    port: 3000,
+    host: 'localhost',
+    workers: 1,
+    logLevel: 'info',
+    dataDir,
+    db: null,
+    dbPoolMax: 10,
+    corsOrigins: [],
+    auth: {
+      jwtSecret: secret,
+      jwtTtlSeconds: 3600,
+      adminEmail: undefined,
+      adminPassword: undefined,
+      generateAdmin: true,
+      registerRoles: [],
+      cacheSize: 10_000,
+      rateLimit: { perIp: 30, perEmail: 10, notFoundPerIp: 100, windowSeconds: 60 }
+    },
+    timeouts: {
+      request: 30_000,
+      handler: 15_000,
+      keepAlive: 72_000,
+      shutdownGrace: 10_000,
+      dbConnect: 2_000,
+      dbAcquire: 2_000,
+      dbStatement: 10_000,
+      dbIdleInTransaction: 10_000,
+      maxEventLoopDelay: 1_000,
+      slowRequest: 1_000
+    }
+  })
+  t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
+  t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
+  t.equal(loadConfig({ DATA_DIR: dataDir }).auth.jwtSecret, secret, 'kept across restarts')
+})
+
+t.test('DB_HOST switches to that server, with the other DB_ settings', async t => {
+  t.same(loadConfig({ DB_HOST: 'db.internal', JWT_SECRET: SECRET }).db, { host: 'db.internal', port: 5432, database: 'postgres', user: 'postgres', password: '' })
+  t.same(loadConfig({
+    DB_HOST: 'db', DB_PORT: '6543', DB_NAME: 'school', DB_USER: 'app', DB_PASSWORD: ' secret ', JWT_SECRET: SECRET
+  }).db, { host: 'db', port: 6543, database: 'school', user: 'app', password: ' secret ' })
+})
+
+t.test('CORS_ORIGIN lists the origins allowed', async t => {
+  t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, CORS_ORIGIN: 'https://app.example.com, http://localhost:5173' }).corsOrigins,
+    ['https://app.example.com', 'http://localhost:5173'])
+  t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, CORS_ORIGIN: '*' }).corsOrigins, ['*'])
+})
+
+t.test('authentication settings', async t => {
+  const { auth } = loadConfig({
+    DB_HOST: 'db',
+    JWT_SECRET: SECRET,
+    JWT_TTL: '15m',
+    ADMIN_EMAIL: 'root@example.com',
+    ADMIN_PASSWORD: 'correct horse',
+    REGISTER_ROLES: 'User, Reader ,',
+    AUTH_CACHE_SIZE: '0',
+    AUTH_RATE_LIMIT_IP: '100',
+    AUTH_RATE_LIMIT_EMAIL: '3',
+    NOT_FOUND_RATE_LIMIT_IP: '50',
+    AUTH_RATE_LIMIT_WINDOW: '1h'
+  })
+  t.same(auth, {
+    jwtSecret: SECRET,
+    jwtTtlSeconds: 900,
+    adminEmail: 'root@example.com',
+    adminPassword: 'correct horse',
+    generateAdmin: false,
+    registerRoles: ['User', 'Reader'],
+    cacheSize: 0,
+    rateLimit: { perIp: 100, perEmail: 3, notFoundPerIp: 50, windowSeconds: 3600 }
+  })
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '90' }).auth.jwtTtlSeconds, 90)
+  t.match(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, ADMIN_EMAIL: '', ADMIN_PASSWORD: '' }).auth, { adminEmail: undefined, adminPassword: undefined }, 'empty is unset')
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '2d' }).auth.jwtTtlSeconds, 172800)
+})
+
+t.test('time limits take milliseconds, seconds or minutes', async t => {
+  const { timeouts } = loadConfig({
+    DB_HOST: 'db',
+    JWT_SECRET: SECRET,
+    REQUEST_TIMEOUT: '1m',
+    HANDLER_TIMEOUT: '5',
+    KEEP_ALIVE_TIMEOUT: '65s',
+    SHUTDOWN_GRACE: '20s',
+    DB_CONNECT_TIMEOUT: '500ms',
+    DB_ACQUIRE_TIMEOUT: '1s',
+    DB_STATEMENT_TIMEOUT: '30s',
+    DB_IDLE_IN_TRANSACTION_TIMEOUT: '2m',
+    MAX_EVENT_LOOP_DELAY: '250ms',
+    SLOW_REQUEST: '300ms'
+  })
+  t.same(timeouts, {
+    request: 60_000,
+    handler: 5_000,
+    keepAlive: 65_000,
+    shutdownGrace: 20_000,
+    dbConnect: 500,
+    dbAcquire: 1_000,
+    dbStatement: 30_000,
+    dbIdleInTransaction: 120_000,
+    maxEventLoopDelay: 250,
+    slowRequest: 300
+  })
+})
+
+t.test('a bad value stops start-up with a message naming the variable', async t => {
+  const withDb = { DB_HOST: 'db', JWT_SECRET: SECRET }
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ ...withDb, PORT: 'abc' }, /^PORT must be a whole number from 0 to 65535, got "abc"$/],
+    [{ ...withDb, PORT: '70000' }, /^PORT /],
+    [{ ...withDb, PORT: '-1' }, /^PORT /],
+    [{ ...withDb, DB_PORT: '0' }, /^DB_PORT /],
+    [{ ...withDb, DB_POOL_MAX: '0' }, /^DB_POOL_MAX /],
+    [{ ...withDb, WORKERS: '0' }, /^WORKERS must be a whole number from 1 to 256, got "0"$/],
+    [{ ...withDb, LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
+    [{ DB_HOST: 'db' }, /^JWT_SECRET is required with DB_HOST/],
+    [{ DB_HOST: 'db', JWT_SECRET: 'short' }, /^JWT_SECRET must be at least 32 bytes, got 5$/],
+    [{ ...withDb, JWT_TTL: '0' }, /^JWT_TTL must be a positive duration/],
+    [{ ...withDb, JWT_TTL: '1 hour' }, /^JWT_TTL /],
+    [{ ...withDb, ADMIN_EMAIL: 'a@example.com' }, /^ADMIN_PASSWORD must be set with ADMIN_EMAIL$/],
+    [{ ...withDb, ADMIN_PASSWORD: 'long enough' }, /^ADMIN_EMAIL must be set with ADMIN_PASSWORD$/],
+    [{ ...withDb, ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'short' }, /^ADMIN_PASSWORD must be 8 to 128 characters long$/],
+    [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /],
+    [{ ...withDb, HANDLER_TIMEOUT: '0' }, /^HANDLER_TIMEOUT must be a positive time in seconds, or with a unit \(250ms, 2s, 1m\), got "0"$/],
+    [{ ...withDb, DB_STATEMENT_TIMEOUT: '1h' }, /^DB_STATEMENT_TIMEOUT /],
+    [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/],
+    // A value of blanks was set on purpose, to no value: never silently the default.
+    ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'JWT_TTL', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
+      [{ ...withDb, [name]: ' ' }, new RegExp(`^${name} is blank: give it a value, or leave it unset for the default$`)] as [Record<string, string>, RegExp]),
+    [{ DB_HOST: '  ', JWT_SECRET: SECRET }, /^DB_HOST is blank/],
+    [{ DB_HOST: 'db', JWT_SECRET: ' '.repeat(40) }, /^JWT_SECRET is blank/]
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
+  }
+})
+
+t.test('an empty value is unset: the default applies', async t => {
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, PORT: '', LOG_LEVEL: '' }).port, 3000)
+})
+
+t.test('the address start-up logs: localhost for every interface, brackets for IPv6', async t => {
+  t.equal(listeningOrigin('0.0.0.0', 3000), 'http://localhost:3000')
+  t.equal(listeningOrigin('::', 3000), 'http://localhost:3000')
+  t.equal(listeningOrigin('::1', 8080), 'http://[::1]:8080')
+  t.equal(listeningOrigin('127.0.0.1', 80), 'http://127.0.0.1:80')
+})
+
+t.test('a relative DATA_DIR is taken from the folder given', async t => {
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, DATA_DIR: 'data' }, '/srv/app').dataDir, '/srv/app/data')
+})

@@ -1,0 +1,123 @@
+import net from 'node:net'
+import { PassThrough } from 'node:stream'
+import t from 'tap'
+import Fastify, { type FastifyInstance } from 'fastify'
+import service, { serverOptions } from '../../../app.js'
+import { clientErrorHandler } from '../../../plugins/app/errors.js'
+import { build, createDatabase, testConfig } from '../../helper.js'
+
+/** Sends raw bytes to the app's port and reads the answer until the server closes or answers whole. */
+function raw (app: FastifyInstance, request: string): Promise<{ status: number, headers: Record<string, string>, body: string }> {
+  const { port } = app.server.address() as net.AddressInfo
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(request))
+    let text = ''
+    const done = () => {
+      const [head = '', body = ''] = text.split('\r\n\r\n')
+      const [statusLine = '', ...lines] = head.split('\r\n')
+      const headers = Object.fromEntries(lines.map(line => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+      resolve({ status: Number(statusLine.split(' ')[1]), headers, body })
+    }
+    socket.on('data', chunk => {
+      text += chunk
+      const length = /content-length: (\d+)/i.exec(text)?.[1]
+      if (length !== undefined && text.includes('\r\n\r\n') && Buffer.byteLength(text.split('\r\n\r\n')[1]!) >= Number(length)) {
+        socket.destroy()
+        done()
+      }
+    })
+    socket.on('close', () => { if (text) done() })
+    socket.on('error', reject)
+  })
+}
+
+const SECURITY = { 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY', 'content-security-policy': "default-src 'none'; frame-ancestors 'none'" }
+
+t.test('what never reaches a route is answered in the error body with the security headers', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const cases: [string, string, number][] = [
+    ['a malformed URL', 'GET /students/% HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['a malformed URL on a guarded route', 'GET /api/clients/%zz HTTP/1.1\r\nHost: x\r\n\r\n', 400],
+    ['headers over the size limit', `GET /students HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ['a URL over the size limit', `GET /students?${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
+    ['Transfer-Encoding and Content-Length', 'POST /students HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
+    ['not HTTP', 'HELLO\r\n\r\n', 400]
+  ]
+  for (const [label, request, status] of cases) {
+    const res = await raw(app, request)
+    t.equal(res.status, status, label)
+    t.match(res.headers, { ...SECURITY, 'content-type': /^application\/json/ }, `${label}: the security headers`)
+    const body = JSON.parse(res.body)
+    t.same(Object.keys(body).sort(), ['error', 'message', 'statusCode', 'success'], `${label}: the error body and nothing else`)
+    t.match(body, { success: false, statusCode: status, error: String, message: String }, label)
+    t.notMatch(res.body, /FST_|HPE_|ERR_/, `${label}: no internal code name`)
+  }
+})
+
+t.test('headers not received within REQUEST_TIMEOUT: 408 in the error body, and the connection closed', async t => {
+  // Node's HTTP server checks its request timeouts every 30 s: the handler is given the error itself.
+  const app = await build(t)
+  const socket = new PassThrough()
+  let written = ''
+  socket.on('data', chunk => { written += chunk })
+  socket.on('error', () => {})
+  clientErrorHandler.call(app, Object.assign(new Error('Request timeout'), { code: 'ERR_HTTP_REQUEST_TIMEOUT' }), socket)
+  const [head = '', body = ''] = written.split('\r\n\r\n')
+  t.match(head, /^HTTP\/1\.1 408 Request Timeout\r\n/)
+  t.match(head, /\r\nconnection: close(\r\n|$)/)
+  t.match(head, /\r\nx-content-type-options: nosniff\r\n/)
+  t.same(JSON.parse(body), { success: false, statusCode: 408, error: 'Request Timeout', message: 'The request was not received in time' })
+  t.ok(socket.destroyed, 'closed')
+})
+
+t.test('a CORS preflight without Access-Control-Request-Method: 400 in the error body', async t => {
+  const app = await build(t, { corsOrigins: ['https://app.example.com'] })
+  for (const headers of [{ origin: 'https://app.example.com' }, { 'access-control-request-method': 'GET' }, {}]) {
+    const res = await app.inject({ method: 'OPTIONS', url: '/students', headers })
+    t.equal(res.statusCode, 400, JSON.stringify(headers))
+    t.match(res.headers, SECURITY)
+    t.match(res.json(), { success: false, statusCode: 400, error: 'Bad Request', message: /Access-Control-Request-Method/ })
+  }
+})
+
+t.test('a request that arrives while the service closes: 503 in the error body, Retry-After, Connection: close', async t => {
+  const config = testConfig(await createDatabase(t))
+  const app = Fastify(serverOptions(config))
+  await app.register(service, { config })
+  let release!: () => void
+  const held = new Promise<void>(resolve => { release = resolve })
+  let closing!: () => void
+  const reached = new Promise<void>(resolve => { closing = resolve })
+  app.addHook('preClose', async () => {
+    closing()
+    await held
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.teardown(() => { release() })
+
+  // A keep-alive connection, open before closing begins; the preClose hooks run in order: the
+  // service's first, then this one, which holds the close until the request below is answered.
+  const socket = net.connect((app.server.address() as net.AddressInfo).port, '127.0.0.1')
+  const answers: string[] = []
+  let waiting: (() => void) | undefined
+  socket.on('data', chunk => { answers.push(String(chunk)); waiting?.() })
+  const ask = () => new Promise<string>(resolve => {
+    const count = answers.length
+    waiting = () => { if (answers.length > count) resolve(answers.slice(count).join('')) }
+    socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n')
+  })
+  t.match(await ask(), /^HTTP\/1\.1 200/, 'served before closing')
+  const closed = app.close()
+  await reached
+  const answer = await ask()
+  release()
+  await closed
+  socket.destroy()
+  const [head = '', body = ''] = answer.split('\r\n\r\n')
+  t.match(head, /^HTTP\/1\.1 503/)
+  t.match(head, /\r\nretry-after: 5\r\n/i)
+  t.match(head, /\r\nconnection: close\r\n/i)
+  t.match(head, /\r\nx-content-type-options: nosniff\r\n/i)
+  t.match(JSON.parse(body), { success: false, statusCode: 503, error: 'Service Unavailable' })
+})

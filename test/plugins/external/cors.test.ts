@@ -1,0 +1,33 @@
+import t from 'tap'
+import { build } from '../../helper.js'
+
+t.test('no CORS headers without CORS_ORIGIN', async t => {
+  const app = await build(t)
+  const res = await app.inject({ url: '/students', headers: { origin: 'https://evil.example' } })
+  t.equal(res.statusCode, 200)
+  t.notOk(res.headers['access-control-allow-origin'])
+})
+
+t.test('CORS_ORIGIN allows the origins it lists, and only those', async t => {
+  const app = await build(t, { corsOrigins: ['https://app.example.com'] })
+  const allowed = await app.inject({ url: '/students', headers: { origin: 'https://app.example.com' } })
+  t.equal(allowed.headers['access-control-allow-origin'], 'https://app.example.com')
+  t.match(allowed.headers['access-control-expose-headers'], /Location/)
+  const other = await app.inject({ url: '/students', headers: { origin: 'https://evil.example' } })
+  t.notOk(other.headers['access-control-allow-origin'])
+
+  const preflight = await app.inject({
+    method: 'OPTIONS',
+    url: '/api/clients',
+    headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, x-requested-with' }
+  })
+  t.equal(preflight.statusCode, 204)
+  t.match(preflight.headers['access-control-allow-methods'], /POST/)
+  t.match(preflight.headers['access-control-allow-headers'], /x-requested-with/)
+})
+
+t.test('CORS_ORIGIN=* allows any origin', async t => {
+  const app = await build(t, { corsOrigins: ['*'] })
+  const res = await app.inject({ url: '/students', headers: { origin: 'https://anywhere.example' } })
+  t.equal(res.headers['access-control-allow-origin'], '*')
+})

@@ -1,5 +1,5 @@
 import path from 'node:path'
-import AutoLoad from '@fastify/autoload'
+import AutoLoad, { type AutoloadPluginOptions } from '@fastify/autoload'
 import fp from 'fastify-plugin'
 import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
@@ -51,14 +51,22 @@ async function app (fastify: FastifyInstance, opts: AppOptions) {
     dir: path.join(import.meta.dirname, 'plugins'),
     options: opts
   })
-  await fastify.register(AutoLoad, {
-    dir: path.join(import.meta.dirname, 'routes'),
+  await fastify.register(AutoLoad, routesFolder(path.join(import.meta.dirname, 'routes'), opts))
+}
+
+/**
+ * How a folder of routes is loaded: each folder is a URL prefix, except folders in parentheses,
+ * which group routes (and their `_autohooks.ts`): (public), (authenticated). A test mounts a
+ * resource of its own the same way (docs/adding-a-resource.md).
+ */
+export function routesFolder (dir: string, opts: AppOptions): AutoloadPluginOptions {
+  return {
+    dir,
     options: opts,
-    // Folders in parentheses group routes without adding to the URL: (public), (authenticated).
     dirNameRoutePrefix: (_parent: string, folder: string) => folder.startsWith('(') ? '' : folder,
     autoHooks: true,
     cascadeHooks: true
-  })
+  }
 }
 
 // Not encapsulated, so that the tests reach the decorators (fastify.knex, ...) too.

@@ -1,7 +1,8 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
 import type { Test } from 'tap'
 import pg from 'pg'
-import app, { serverOptions } from '../app.js'
+import AutoLoad from '@fastify/autoload'
+import app, { routesFolder, serverOptions } from '../app.js'
 import { loadConfig, type Config, type DatabaseConfig } from '../lib/process/config.js'
 import { conformToOpenApi } from './openapi-conformance.js'
 import { testEmbeddedPostgres } from './setup/test-database-server.js'
@@ -38,19 +39,28 @@ export async function createDatabase (t: Test): Promise<DatabaseConfig> {
   return { ...server, database }
 }
 
-/** The configuration the service would read, pointed at the given database. */
-export function testConfig (db: DatabaseConfig, overrides: Partial<Config> = {}): Config {
+/**
+ * What a test changes of the configuration: a function that changes a copy in place
+ * (`config => { config.auth.rateLimit.perIp = 5 }`), or top-level settings to replace.
+ */
+export type ConfigChange = Partial<Config> | ((config: Config) => void)
+
+/** The configuration the service would read, pointed at the given database, as the test changes it. */
+export function testConfig (db: DatabaseConfig, change: ConfigChange = {}): Config {
   const config = environmentConfig()
   // As with DB_HOST: no administrator is generated unless a test asks for one. Test files
   // compile TypeScript as they go and share the machine: no load shedding unless asked for.
-  return {
+  const base: Config = {
     ...config,
     logLevel: 'silent',
     db,
     auth: { ...config.auth, generateAdmin: false },
-    timeouts: { ...config.timeouts, maxEventLoopDelay: 60_000 },
-    ...overrides
+    timeouts: { ...config.timeouts, maxEventLoopDelay: 60_000 }
   }
+  if (typeof change !== 'function') return { ...base, ...change }
+  const copy = structuredClone(base)
+  change(copy)
+  return copy
 }
 
 const routeLists = new WeakMap<FastifyInstance, RouteOptions[]>()
@@ -60,16 +70,22 @@ export function routesOf (app: FastifyInstance): RouteOptions[] {
   return routeLists.get(app)!
 }
 
+export interface BuildOptions {
+  /** A folder laid out as routes/, loaded after the app's own as app.ts loads routes/. */
+  routes?: string
+}
+
 /**
  * Builds the app exactly as server.ts does, on the given database, closed after the test.
  * Every response is held to the OpenAPI document.
  */
-export async function buildApp (t: Test, config: Config): Promise<FastifyInstance> {
+export async function buildApp (t: Test, config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const fastify = Fastify(serverOptions(config))
   const routes: RouteOptions[] = []
   routeLists.set(fastify, routes)
   fastify.addHook('onRoute', route => { routes.push(route) })
   await fastify.register(app, { config })
+  if (options.routes) await fastify.register(AutoLoad, routesFolder(options.routes, { config }))
   fastify.addHook('onSend', conformToOpenApi(t, fastify))
   await fastify.ready()
   t.teardown(() => fastify.close())
@@ -77,8 +93,8 @@ export async function buildApp (t: Test, config: Config): Promise<FastifyInstanc
 }
 
 /** The app on a fresh database of its own. */
-export async function build (t: Test, overrides: Partial<Config> = {}): Promise<FastifyInstance> {
-  return buildApp(t, testConfig(await createDatabase(t), overrides))
+export async function build (t: Test, change: ConfigChange = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
+  return buildApp(t, testConfig(await createDatabase(t), change), options)
 }
 
 /** Whether `check` comes true within `ms` milliseconds, asking every 20 ms. */

@@ -6,8 +6,7 @@ const POOL = 2
 const CONCURRENT = 20
 
 t.test(`${CONCURRENT} concurrent writes of each kind on pools of ${POOL}: no 503, every write done`, async t => {
-  const plain = await build(t)
-  const app = await build(t, { db: plain.config.db, dbPoolMax: POOL })
+  const app = await build(t, { dbPoolMax: POOL })
   const admin = bearer((await userWithRoles(app, ['Admin'])).token)
   const role = await roleWithPermissions(app, 'Contended', [])
   const clientId = await insertClient(app)

@@ -182,8 +182,7 @@ t.test('one form of an e-mail address decides both whose it is and what it is co
 })
 
 t.test('a malformed login is answered 400 without being counted; a well-formed one is counted', async t => {
-  const plain = await build(t)
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1, perEmail: 10, windowSeconds: 60 } } })
+  const app = await build(t, config => { Object.assign(config.auth.rateLimit, { perIp: 1, perEmail: 10, windowSeconds: 60 }) })
   const login = (payload: object) => app.inject({ method: 'POST', url: '/api/login', payload, remoteAddress: '10.0.0.1' })
   for (const payload of [{}, { email: 'a@example.com' }, { email: 'a@example.com', password: '' }, { email: 'a@example.com', password: 'x', extra: 1 }]) {
     t.equal((await login(payload)).statusCode, 400)
@@ -194,8 +193,7 @@ t.test('a malformed login is answered 400 without being counted; a well-formed o
 })
 
 t.test('counters whose window has passed are swept away', async t => {
-  const plain = await build(t)
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, windowSeconds: 1 } } })
+  const app = await build(t, config => { config.auth.rateLimit.windowSeconds = 1 })
   const keys = async () => (await app.knex('rate_limits').pluck('key')).sort()
   await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'a@example.com', password: 'wrong password' }, remoteAddress: '10.0.0.1' })
   t.same(await keys(), ['login:email:a@example.com', 'login:ip:10.0.0.1'], 'counted')
@@ -203,13 +201,11 @@ t.test('counters whose window has passed are swept away', async t => {
 })
 
 t.test('a flood of logins past HANDLER_TIMEOUT: the timed-out ones are not hashed after all, so the next login is answered', async t => {
-  const plain = await build(t)
-  const { email } = await userWithRoles(plain, [])
-  const app = await build(t, {
-    db: plain.config.db,
-    timeouts: { ...plain.config.timeouts, handler: 2_000 },
-    auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 100_000, perEmail: 100_000 } }
+  const app = await build(t, config => {
+    config.timeouts.handler = 2_000
+    Object.assign(config.auth.rateLimit, { perIp: 100_000, perEmail: 100_000 })
   })
+  const { email } = await userWithRoles(app, [])
   const attempt = () => app.inject({ method: 'POST', url: '/api/login', payload: { email, password: PASSWORD } })
   // Some 6 s of hashing however many cores hash (about 10 ms a hash), queued at once: most wait
   // past the 2 s limit.
@@ -222,9 +218,8 @@ t.test('a flood of logins past HANDLER_TIMEOUT: the timed-out ones are not hashe
 })
 
 t.test('20 concurrent registrations of one address: one 201, the rest 409, one row', async t => {
-  const plain = await build(t)
   // Limits high enough that the uniqueness check, not the rate limit, answers.
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 100, perEmail: 100, windowSeconds: 60 } } })
+  const app = await build(t, config => { Object.assign(config.auth.rateLimit, { perIp: 100, perEmail: 100, windowSeconds: 60 }) })
   const results = await Promise.all(Array.from({ length: 20 }, (_, i) => app.inject({
     method: 'POST',
     url: '/api/register',

@@ -15,8 +15,7 @@ async function snapshot (app: FastifyInstance) {
 }
 
 t.test('bad bodies on every write of the authenticated interface: a 4xx error body, no row changed', async t => {
-  const plain = await build(t)
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, rateLimit: { ...plain.config.auth.rateLimit, perIp: 1000, perEmail: 1000, windowSeconds: 60 } } })
+  const app = await build(t, config => { Object.assign(config.auth.rateLimit, { perIp: 1000, perEmail: 1000, windowSeconds: 60 }) })
   const admin = await userWithRoles(app, ['Admin'])
   const headers = bearer(admin.token)
   const clientId = await insertClient(app)

@@ -158,8 +158,7 @@ t.test('a listening connection that stops answering is given up within seconds, 
 })
 
 t.test('AUTH_CACHE_SIZE=0: every request checks its token in the database', async t => {
-  const plain = await build(t)
-  const app = await build(t, { db: plain.config.db, auth: { ...plain.config.auth, cacheSize: 0 } })
+  const app = await build(t, config => { config.auth.cacheSize = 0 })
   const checks = tokenChecks(app)
   const user = await userWithRoles(app, ['User'])
   for (let i = 0; i < 3; i++) t.equal(await status(app, '/api/clients', user.token), 200)

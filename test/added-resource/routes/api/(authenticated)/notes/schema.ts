@@ -1,0 +1,69 @@
+import { Type, type Static } from '@sinclair/typebox'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery, Timestamp } from '../../../../../../schemas/common.js'
+
+export const noteFields = {
+  title: Type.String({ minLength: 1, maxLength: 200, example: 'Call Acme' }),
+  pinned: Type.Boolean({ description: 'Shown first', example: false })
+}
+
+export const NoteInput = Type.Object(noteFields, { $id: 'NoteInput', additionalProperties: false })
+export type NoteInput = Static<typeof NoteInput>
+
+export const Note = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  ...noteFields,
+  created_at: Timestamp,
+  updated_at: Timestamp
+}, { $id: 'Note', additionalProperties: false })
+export type Note = Static<typeof Note>
+
+/** The OpenAPI tag of every note operation. */
+export const notesTag = { name: 'notes', description: 'Notes, behind the note-* permissions' }
+const auth = { tags: [notesTag.name], security: [{ bearerAuth: [] }] }
+const NoteEnvelope = (description: string) => Envelope(Type.Ref(Note), { description })
+
+export const noteSchemas = {
+  index: {
+    ...auth,
+    operationId: 'notes.index',
+    summary: 'List notes',
+    description: 'In id order, `limit` at a time after the id `after`; needs note-list.',
+    querystring: PageQuery,
+    response: { 200: Envelope(Type.Array(Type.Ref(Note)), { description: 'One page of notes; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
+  },
+  show: {
+    ...auth,
+    operationId: 'notes.show',
+    summary: 'Get one note',
+    description: 'Needs note-list.',
+    params: IdParams,
+    response: { 200: NoteEnvelope('The note'), ...errorResponses(400, 401, 403, 404) }
+  },
+  store: {
+    ...auth,
+    operationId: 'notes.store',
+    summary: 'Create a note',
+    description: 'Needs note-create.',
+    body: Type.Ref(NoteInput),
+    response: { 201: NoteEnvelope('The new note; `Location` is its address'), ...errorResponses(400, 401, 403, 413, 415) }
+  },
+  patch: {
+    ...auth,
+    operationId: 'notes.patch',
+    summary: 'Change some fields of a note',
+    description: 'Takes at least one field; needs note-edit.',
+    params: IdParams,
+    body: AtLeastOneOf(Type.Object(noteFields)),
+    response: { 200: NoteEnvelope('The note as changed'), ...errorResponses(400, 401, 403, 404, 413, 415) }
+  },
+  destroy: {
+    ...auth,
+    operationId: 'notes.destroy',
+    summary: 'Delete a note',
+    description: 'Needs note-delete.',
+    params: IdParams,
+    response: { 200: NoteEnvelope('The deleted note'), ...errorResponses(400, 401, 403, 404) }
+  }
+}
+
+export const noteSharedSchemas = [NoteInput, Note]

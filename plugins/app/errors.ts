@@ -63,7 +63,16 @@ export function errorBody (statusCode: number, message: string, data?: Record<st
   return { success: false, statusCode, error: STATUS_CODES[statusCode], message, ...(data && { data }) }
 }
 
-export function sendError (reply: FastifyReply, statusCode: number, message: string, data?: Record<string, string[]>) {
+/**
+ * A 503 the service answers of its own accord (overloaded, shutting down), with Retry-After and
+ * its message, logged at debug only: under overload, a line each would add to the load.
+ */
+export class UnavailableError extends Error {
+  override name = 'UnavailableError'
+  readonly statusCode = 503
+}
+
+function sendError (reply: FastifyReply, statusCode: number, message: string, data?: Record<string, string[]>) {
   return reply.code(statusCode).send(errorBody(statusCode, message, data))
 }
 
@@ -127,6 +136,11 @@ export default fp(async (fastify) => {
     if (request.raw.complete === false && (request.raw.readableAborted || request.raw.socket.destroyed)) {
       request.log.info({ method: request.method, url: request.url }, 'the client closed the connection before its request had arrived')
       return sendError(reply, 400, 'The request was not received whole')
+    }
+    if (error instanceof UnavailableError) {
+      request.log.debug({ err: error }, 'request shed')
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return sendError(reply, 503, error.message)
     }
     if (error instanceof HandlerTimeoutError) {
       request.log.error({ err: error }, 'request timed out')

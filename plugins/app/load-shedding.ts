@@ -1,6 +1,6 @@
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import fp from 'fastify-plugin'
-import { RETRY_AFTER_SECONDS, sendError } from './errors.js'
+import { UnavailableError } from './errors.js'
 
 /** The period, in ms, of the timer whose delays measure the event loop's lag. */
 const RESOLUTION = 10
@@ -47,11 +47,10 @@ export default fp(async (fastify) => {
 
   fastify.addHook('onRequest', (request, reply, done) => {
     if (closing) {
-      reply.header('retry-after', String(RETRY_AFTER_SECONDS)).header('connection', 'close')
-      return sendError(reply, 503, 'The service is shutting down; try again')
+      reply.header('connection', 'close')
+      return done(new UnavailableError('The service is shutting down; try again'))
     }
     if (lag <= maxEventLoopDelay || request.url === '/health/live') return done()
-    reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-    sendError(reply, 503, 'The service is overloaded; try again later')
+    done(new UnavailableError('The service is overloaded; try again later'))
   })
 }, { name: 'load-shedding', dependencies: ['config', 'errors', 'security-headers'] })

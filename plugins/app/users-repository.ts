@@ -7,7 +7,7 @@ import { ADMIN_ROLE } from '../../schemas/roles.js'
 import type { User } from '../../schemas/users.js'
 import { MAX_ID, type Page } from '../../lib/http/paging.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
-import { countAttempt, type Attempt, type AttemptCount } from './rate-limit.js'
+import { countAttempt, type Attempt, type AttemptCount } from './throttle.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

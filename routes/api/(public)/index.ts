@@ -32,7 +32,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return { success: true as const, data: fastify.issueToken(user!) }
   })
 
-  fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.rateLimit('register') }, async (request, reply) => {
+  fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('register') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation } = request.body
     const passwordHash = await hashPassword(confirmedPassword(password, confirmation))
     const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {

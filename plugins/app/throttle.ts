@@ -7,7 +7,7 @@ import { prepare } from '../../lib/db/prepared-query.js'
 declare module 'fastify' {
   interface FastifyInstance {
     /** Hook factory: counts the attempt per IP (at most `perIp`) and per e-mail of the body, or 429. */
-    rateLimit: (scope: string, perIp?: number) => (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    throttle: (scope: string, perIp?: number) => (request: FastifyRequest, reply: FastifyReply) => Promise<void>
     /**
      * The keys of an attempt for a route that counts it in a statement of its own
      * (`countAttempt`, beside what else the statement does), and the check of its counts.
@@ -45,8 +45,10 @@ export const countAttempt = (knex: Knex, windowSeconds: number, ipKey: string, e
 const SWEEP = 'delete from rate_limits where reset_at <= now()'
 
 /**
- * Attempt counters kept in PostgreSQL, so that the limits hold across instances: one
- * fixed window per key, counted and checked in a single statement.
+ * The throttle of attempts (logins, registrations, unknown URLs): counters kept in PostgreSQL,
+ * so that the limits hold across instances, one fixed window per key, counted and checked in a
+ * single statement. A route hooks `throttle(scope)`, or, to count in a statement that does more
+ * (login), takes the keys of its `attempt` and `countAttempt`'s SQL.
  */
 export default fp(async (fastify) => {
   const { perEmail, windowSeconds } = fastify.config.auth.rateLimit
@@ -54,7 +56,7 @@ export default fp(async (fastify) => {
   // Every instance sweeps, once a window (at most every 10 minutes): the delete is cheap, and
   // a counter swept while it is counted again just starts a new window.
   const sweep = setInterval(() => {
-    fastify.pgPool.query({ name: 'rate-limit.sweep', text: SWEEP })
+    fastify.pgPool.query({ name: 'throttle.sweep', text: SWEEP })
       .catch((error: unknown) => fastify.log.warn({ err: error }, 'could not sweep the expired rate-limit counters'))
   }, Math.min(windowSeconds, 600) * 1000).unref()
   fastify.addHook('onClose', async () => clearInterval(sweep))
@@ -62,7 +64,7 @@ export default fp(async (fastify) => {
   // On the pool of the hot paths, as it runs on every register and 404: parsed and planned
   // once per connection, not per attempt.
   const hit = prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null], AttemptCount>(
-    fastify.database, 'rate-limit.hit',
+    fastify.database, 'throttle.hit',
     (seconds, ipKey, emailCounter) => countAttempt(fastify.knex, seconds, ipKey, emailCounter))
 
   fastify.decorate('attempt', (scope: string, request: FastifyRequest, email: string | undefined, perIp = fastify.config.auth.rateLimit.perIp): Attempt => {
@@ -83,11 +85,11 @@ export default fp(async (fastify) => {
     }
   })
 
-  fastify.decorate('rateLimit', (scope: string, perIp?: number) => async (request: FastifyRequest, reply: FastifyReply) => {
+  fastify.decorate('throttle', (scope: string, perIp?: number) => async (request: FastifyRequest, reply: FastifyReply) => {
     // Before validation, so that a malformed body counts too: the e-mail only if it is a string.
     const email = (request.body as { email?: unknown } | undefined)?.email
     const counted = fastify.attempt(scope, request, typeof email === 'string' ? email : undefined, perIp)
     const { rows } = await hit([counted.windowSeconds, counted.ipKey, counted.emailCounter])
     counted.check(reply, rows)
   })
-}, { name: 'rate-limit', dependencies: ['config', 'knex', 'sensible'] })
+}, { name: 'throttle', dependencies: ['config', 'knex', 'sensible'] })

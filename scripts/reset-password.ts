@@ -7,7 +7,6 @@ import Fastify from 'fastify'
 import app, { serverOptions } from '../app.js'
 import { ensureCommandDatabase } from '../lib/db/command-database.js'
 import { loadConfig } from '../lib/process/config.js'
-import { hashPassword } from '../lib/auth/passwords.js'
 
 const email = process.argv[2]?.trim()
 if (!email) {
@@ -27,7 +26,7 @@ try {
     process.exitCode = 1
   } else {
     const password = randomBytes(12).toString('base64url')
-    const passwordHash = await hashPassword(password)
+    const passwordHash = await fastify.passwords.hash(password)
     await fastify.knex.transaction(async trx => {
       await usersRepository.update(user.id, { passwordHash }, trx)
       await usersRepository.endAllSessions(user.id, trx)

@@ -2,11 +2,13 @@
 import { createHmac, randomUUID } from 'node:crypto'
 import http from 'node:http'
 import { emailKey } from '../../lib/auth/email.js'
-import { verifyPassword } from '../../lib/auth/passwords.js'
+import { Passwords } from '../../lib/auth/passwords.js'
 import { AUDIENCE, ISSUER } from '../../plugins/app/auth.js'
 import { pool, SQL } from './sql.js'
 
 const db = pool()
+const passwords = new Passwords()
+await passwords.prepare()
 
 // Login's token, signed as bare as it gets: HS256 over a fixed header and the service's claims.
 const base64url = (text: string) => Buffer.from(text).toString('base64url')
@@ -53,7 +55,7 @@ const server = http.createServer(async (req, res) => {
     if (req.method === 'POST' && url.pathname === '/api/login') {
       const { email, password } = await readJson(req)
       const { rows: [user] } = await db.query({ name: 'credentials', text: SQL.credentials, values: [emailKey(email), 1] })
-      if (!await verifyPassword(user?.password, password, () => req.socket.destroyed)) return send(res, 401, { message: 'unauthorized' })
+      if (!await passwords.verify(user?.password, password, () => req.socket.destroyed)) return send(res, 401, { message: 'unauthorized' })
       return send(res, 200, { success: true, data: token(user) })
     }
     send(res, 404, { message: 'not found' })

@@ -73,6 +73,16 @@ export class HashThreads {
     return this.#turns.run(() => this.#send({ op: 'verify', hash, password }), unwanted) as Promise<boolean | undefined>
   }
 
+  /** Ends every thread; a job they held fails. */
+  async close (): Promise<void> {
+    await Promise.all([...this.#held.keys()].map(thread => thread.terminate()))
+  }
+
+  /** The threads started and not ended. */
+  get threads (): number {
+    return this.#held.size
+  }
+
   #spawn (): Worker {
     const thread = new Worker(THREAD, { eval: true, workerData: { argon2: ARGON2 } })
     let failure: Error | undefined

@@ -4,33 +4,51 @@ import { HashThreads } from './hash-threads.js'
 import { InvalidFields } from '../http/invalid-fields.js'
 
 /**
- * Hashes running at once: one per core, on threads of their own (lib/auth/hash-threads.ts). On
- * two cores four at once verified 15 % fewer a second than two, each holding its 19 MiB.
+ * Password hashing with argon2id, on threads of its own (lib/auth/hash-threads.ts): one hash
+ * at once per core, since more at once verified fewer a second, each holding its 19 MiB
+ * (docs/performance.md). `close` ends the threads.
  */
-const hashing = new HashThreads(os.availableParallelism())
+export class Passwords {
+  readonly #threads = new HashThreads(os.availableParallelism())
+  #dummy: Promise<string> | undefined
 
-export function hashPassword (password: string): Promise<string> {
-  return hashing.hash(password, ARGON2_OPTIONS)
+  /**
+   * Hashes the stand-in that a login for an unknown address is checked against, so that the
+   * first such login costs one hash like the others.
+   */
+  prepare (): Promise<string> {
+    this.#dummy ??= this.hash('no user has this password')
+    return this.#dummy
+  }
+
+  hash (password: string): Promise<string> {
+    return this.#threads.hash(password, ARGON2_OPTIONS)
+  }
+
+  /**
+   * Whether the password matches the hash; with no hash (no user has the address), the same
+   * work for a certain no, so that the answer's timing tells nothing. Undefined, with nothing
+   * hashed, when `unwanted` says at its turn to hash that nobody waits for the answer any more.
+   */
+  async verify (hashed: string | undefined, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
+    const against = hashed ?? await this.prepare()
+    const matches = await this.#threads.verify(against, password, unwanted)
+    if (matches === undefined) return undefined
+    return hashed !== undefined && matches
+  }
+
+  /** The hashing threads running. */
+  get threads (): number {
+    return this.#threads.threads
+  }
+
+  close (): Promise<void> {
+    return this.#threads.close()
+  }
 }
-
-// Checked when no user has the e-mail address, so that a wrong address costs as much time
-// as a wrong password and the answer's timing tells nothing.
-const dummyHash = hashPassword('no user has this password')
 
 /** The password to store, once `c_password` is seen to repeat it (else 400). */
 export function confirmedPassword (password: string, confirmation: string | undefined): string {
   if (confirmation !== password) throw new InvalidFields({ c_password: ['must equal password'] })
   return password
-}
-
-/**
- * Whether the password matches the hash; with no hash, the same work for a certain no.
- * Undefined, with nothing hashed, when `unwanted` says at its turn to hash that nobody waits
- * for the answer any more.
- */
-export async function verifyPassword (hashed: string | undefined, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
-  const against = hashed ?? await dummyHash
-  const matches = await hashing.verify(against, password, unwanted)
-  if (matches === undefined) return undefined
-  return hashed !== undefined && matches
 }

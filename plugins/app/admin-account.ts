@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
-import { hashPassword } from '../../lib/auth/passwords.js'
 import { ADMIN_ROLE } from '../../schemas/roles.js'
 
 export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
@@ -30,7 +29,7 @@ export default fp(async (fastify) => {
       const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
       const existing = await usersRepository.findCredentials(email, trx)
       const userId = existing?.id ??
-        (await usersRepository.create({ name: 'Administrator', email, passwordHash: await hashPassword(password), roleIds: [] }, trx)).id
+        (await usersRepository.create({ name: 'Administrator', email, passwordHash: await fastify.passwords.hash(password), roleIds: [] }, trx)).id
       await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
       return existing === undefined
     })
@@ -44,4 +43,4 @@ export default fp(async (fastify) => {
       fastify.log.warn({ email: DEFAULT_ADMIN_EMAIL, password }, 'created the administrator: this password is shown once only')
     }
   }
-}, { name: 'admin-account', dependencies: ['config', 'users-repository', 'roles-repository'] })
+}, { name: 'admin-account', dependencies: ['config', 'passwords', 'users-repository', 'roles-repository'] })

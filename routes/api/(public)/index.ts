@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { confirmedPassword, hashPassword, verifyPassword } from '../../../lib/auth/passwords.js'
+import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import { authSchemas, authTag } from './schema.js'
 
 /**
@@ -23,7 +23,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     // Hashes wait their turn, one per core; by then the request may have been answered
     // (HANDLER_TIMEOUT) or dropped. Hashing for nobody would make every later login wait
     // longer still under a flood of them.
-    const matches = await verifyPassword(user?.password, password, () => reply.sent || request.socket.destroyed)
+    const matches = await fastify.passwords.verify(user?.password, password, () => reply.sent || request.socket.destroyed)
     if (matches === undefined) return // nothing to answer, nor anyone to answer it to
     if (!matches) {
       reply.header('www-authenticate', 'Bearer realm="api"')
@@ -34,7 +34,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('register') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation } = request.body
-    const passwordHash = await hashPassword(confirmedPassword(password, confirmation))
+    const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
     const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
       return usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)

@@ -1,5 +1,4 @@
 import type { FastifyInstance } from 'fastify'
-import { hashPassword } from '../../../lib/auth/passwords.js'
 
 export const PASSWORD = 'correct horse battery'
 
@@ -9,7 +8,7 @@ let users = 0
 export async function userWithRoles (app: FastifyInstance, roles: string[], email = `user${++users}@example.com`) {
   const user = await app.knex.transaction(async trx => {
     const found = await app.rolesRepository.findByNames(roles, trx)
-    return app.usersRepository.create({ name: 'Test User', email, passwordHash: await hashPassword(PASSWORD), roleIds: found.map(r => r.id) }, trx)
+    return app.usersRepository.create({ name: 'Test User', email, passwordHash: await app.passwords.hash(PASSWORD), roleIds: found.map(r => r.id) }, trx)
   })
   return { id: user.id, email, token: await login(app, email) }
 }

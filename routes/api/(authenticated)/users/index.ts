@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { page, pageOf } from '../../../../lib/http/paging.js'
-import { confirmedPassword, hashPassword } from '../../../../lib/auth/passwords.js'
+import { confirmedPassword } from '../../../../lib/auth/passwords.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
@@ -57,7 +57,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/', { schema: userSchemas.store, onRequest: fastify.can('user-create') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, roles = [] } = request.body
-    const passwordHash = await hashPassword(confirmedPassword(password, confirmation))
+    const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
     const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
       return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
@@ -78,7 +78,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         const { name, email, password, c_password: confirmation, roles } = request.body
         const passwordHash = password === undefined && confirmation === undefined
           ? undefined
-          : await hashPassword(confirmedPassword(password ?? '', confirmation))
+          : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
         const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
           await rolesRepository.lockAdmin(trx)
           const current = await usersRepository.find(id, trx)

@@ -102,19 +102,9 @@ export default fp(async (fastify) => {
     let caller = cache.get(claims.jti)
     if (caller?.userId !== id) {
       const version = cache.version
-      const { rows } = await fastify.knex.raw<{ rows: { permissions: string[] }[] }>(`
-        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
-        from users u
-        left join user_roles ur on ur.user_id = u.id
-        left join role_permissions rp on rp.role_id = ur.role_id
-        left join permissions p on p.id = rp.permission_id
-        where u.id = ? and u.deleted_at is null
-          and (u.token_generation = ? or exists (select 1 from kept_tokens k
-            where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation))
-          and not exists (select 1 from revoked_tokens where jti = ?)
-        group by u.id`, [id, claims.gen, claims.jti, claims.jti]).options({ name: 'auth.caller' })
-      if (rows.length === 0) throw unauthorized(reply, 'The token is no longer valid')
-      caller = { userId: id, permissions: new Set(rows[0]!.permissions) }
+      const permissions = await fastify.usersRepository.tokenPermissions(id, claims.gen, claims.jti)
+      if (permissions === undefined) throw unauthorized(reply, 'The token is no longer valid')
+      caller = { userId: id, permissions: new Set(permissions) }
       cache.set(claims.jti, caller, version)
     }
 
@@ -126,4 +116,4 @@ export default fp(async (fastify) => {
       throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
     }
   })
-}, { name: 'auth', dependencies: ['config', 'knex', 'sensible', 'caller-cache'] })
+}, { name: 'auth', dependencies: ['config', 'sensible', 'caller-cache', 'users-repository'] })

@@ -150,6 +150,26 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
       cache.afterCommit(trx, callers => callers.forgetUser(id))
     },
 
+    /**
+     * The token check's look-up (plugins/app/auth.ts, on a miss of the caller cache): the
+     * permissions of the token's user, or undefined if the token no longer holds (its user
+     * deleted, its generation ended unless the token was kept, the token revoked).
+     */
+    async tokenPermissions (id: number, generation: number, jti: string): Promise<string[] | undefined> {
+      const { rows } = await knex.raw<{ rows: { permissions: string[] }[] }>(`
+        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
+        from users u
+        left join user_roles ur on ur.user_id = u.id
+        left join role_permissions rp on rp.role_id = ur.role_id
+        left join permissions p on p.id = rp.permission_id
+        where u.id = ? and u.deleted_at is null
+          and (u.token_generation = ? or exists (select 1 from kept_tokens k
+            where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation))
+          and not exists (select 1 from revoked_tokens where jti = ?)
+        group by u.id`, [id, generation, jti, jti]).options({ name: 'auth.caller' })
+      return rows[0]?.permissions
+    },
+
     /** The names of the permissions the user's roles give them. */
     async permissionNames (id: number, trx: Knex = knex): Promise<string[]> {
       const rows: { name: string }[] = await trx('user_roles as ur')

@@ -35,19 +35,14 @@ interface Job {
 
 /**
  * Threads of their own for argon2id, each running one hash at a time; more jobs wait their
- * turn. @node-rs/argon2's asynchronous calls run on libuv's pool of four threads: two
- * hashes at once there verified about 9 % fewer a second than on two threads that do
- * nothing else (390 against 425 on the two cores of an AMD EPYC), each hash's 19 MiB going to
- * whichever of the four threads took it; handing a hash to a pool of four held the main
- * thread 150-300 µs, to a pool of two 15. Side by side, logins a second went from 269 to
- * 337, the main thread's CPU a login from 0.95 to 0.5 ms. libuv's pool also stays free for
- * what else uses it (DNS lookups, files).
+ * turn. @node-rs/argon2's asynchronous calls run on libuv's pool of four threads, where
+ * hashes verified fewer a second, each hash's 19 MiB going to whichever thread took it, and
+ * handing a hash over held the main thread far longer (docs/performance.md). libuv's pool
+ * also stays free for what else uses it (DNS lookups, files).
  *
  * Each thread holds its next job besides the one it runs, so that it starts that job as soon
  * as it is done, not once the main thread, busy with requests, has heard of it and sent
- * another. Under a flood of logins on two cores the machine stood idle 2.7 % of the time
- * with one job a thread and 0.4 % with two, and logins a second went from 0.77 to 0.87 of
- * the bare verify rate. A job is sent to the thread with the fewest, after a new thread while
+ * another. A job is sent to the thread with the fewest, after a new thread while
  * there may be more; so with fewer jobs than threads none waits behind another.
  *
  * Threads start with the first jobs that need them. One that exits (it should not) fails the

@@ -5,10 +5,9 @@ import { Statement, type RowMaker, type Scalar, type StatementResult } from './s
 /**
  * A query of the hot paths: knex builds its SQL once, at startup, and every call runs it as
  * a named prepared statement on a plain `pg` pool, or on the connection of the transaction
- * given. Building the query and going through knex's runner on every request cost about 20
- * of the 170 µs of CPU a student GET by id took; knex's pool under 50 concurrent requests kept
- * result rows alive long enough to be promoted (a page of 100: 864 → 762 µs of CPU a request,
- * peak RSS 207 → 131 MB). Errors are pg's own, which do not carry the SQL text.
+ * given: building the query and going through knex's runner and pool on every request cost
+ * CPU and memory on the hot paths (docs/performance.md). Errors are pg's own, which do not
+ * carry the SQL text.
  */
 export type PreparedQuery<Args extends Scalar[], Row> = (args: Args, trx?: Knex) => Promise<StatementResult<Row>>
 

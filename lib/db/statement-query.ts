@@ -70,13 +70,11 @@ type Callback<Row> = (error: Error | null, result?: StatementResult<Row>) => voi
 
 /**
  * One execution of a statement, as a query object of pg's own kind (pg's `Submittable`, as
- * pg-cursor is one). A profile of a student GET by id showed pg's `Query` spending a tenth of
- * the request's CPU (24 of 222 µs) on two things a named statement does not need: it copies
- * the query's settings by their property descriptors, and it makes each result's row template
- * and parser list afresh from the row description. Here the statement's row function is made
- * from the first description, and later executions do not ask for one. CPU per GET by id fell
- * from about 154 to 117 µs, per POST from 182 to 146 µs (a busy machine; the ceiling took 109
- * and 155).
+ * pg-cursor is one). pg's `Query` spends a tenth of a GET by id's CPU on two things a named
+ * statement does not need: it copies the query's settings by their property descriptors, and
+ * it makes each result's row template and parser list afresh from the row description. Here
+ * the statement's row function is made from the first description, and later executions do
+ * not ask for one (docs/performance.md).
  *
  * pg calls a query's handlers for the messages its statement brings: these are those of a
  * SELECT, INSERT, UPDATE or DELETE, all that `prepare` takes. The others (an empty query, a

@@ -1,5 +1,5 @@
-// npm run bench: the production server (dist/) against a bare node:http + pg ceiling and an
-// Express + pg peer, on one fresh database, over real HTTP on 127.0.0.1. Prints a table and
+// npm run bench: the production server (dist/) against two bare ceilings (node:http with pg,
+// and node:http with postgres.js) and an Express + pg peer, on one fresh database, over real HTTP on 127.0.0.1. Prints a table and
 // writes bench/results/latest.json and latest.svg. BENCH_DURATION, BENCH_REPEAT and
 // BENCH_WARMUP (seconds, runs, seconds) shorten it; BENCH_ONLY (a part of a scenario's name,
 // as `login`) measures the scenarios it names only; BENCH_OUT writes elsewhere.
@@ -22,6 +22,8 @@ const STUDENTS = 10_000
 const CLIENTS = 1_000
 /** The service answering student GETs by id in the authenticated GET's rounds, for the ratio between the two. */
 const UNAUTHENTICATED = 'service, student GET by id, same rounds'
+/** The second ceiling: node:http with postgres.js, for the student routes. */
+const POSTGRES_JS = 'ceiling, postgres.js'
 const chosen = (scenario: string) => scenario.includes(process.env.BENCH_ONLY ?? '')
 
 const { server, database, env, drop } = await benchDatabase()
@@ -53,8 +55,9 @@ try {
   servers.push(workers)
   const bareEnv = { ...env, DB_POOL_MAX: '10' }
   const ceiling = await start('ceiling', ['--import', 'tsx', 'bench/servers/ceiling.ts'], bareEnv)
+  const postgresCeiling = await start(POSTGRES_JS, ['--import', 'tsx', 'bench/servers/ceiling-postgres.ts'], bareEnv)
   const peer = await start('peer', ['--import', 'tsx', 'bench/servers/peer.ts'], bareEnv)
-  servers.push(ceiling, peer)
+  servers.push(ceiling, postgresCeiling, peer)
 
   let n = 0
   const randomId = (max: number) => 1 + Math.floor(Math.random() * max)
@@ -67,11 +70,11 @@ try {
   type Target = Server | { server: Server, name: string, next: () => Request }
   const scenarios: { name: string, targets: Target[], next: () => Request }[] = [
     // Logging off and two workers beside the others, in the same rounds, for the ratios between them.
-    { name: 'student GET by id', targets: [service, quiet, workers, ceiling, peer], next: studentById },
+    { name: 'student GET by id', targets: [service, quiet, workers, ceiling, postgresCeiling, peer], next: studentById },
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
-    { name: 'student GET page of 100', targets: [service, ceiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
+    { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
-    { name: 'student POST', targets: [service, ceiling, peer], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
+    { name: 'student POST', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
     { name: 'student POST, v1', targets: [service], next: () => ({ method: 'POST', path: '/api/v1/students', body: newStudent() }) },
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
@@ -137,10 +140,11 @@ try {
   // rounds, the median of the rounds' ratios.
   const find = (scenario: string, target: string) => results.find(r => r.scenario === scenario && r.target === target)?.figures
   const ratio = (a: Measured, b: Measured | undefined) => b ? pairedRatio(a.rounds, b.rounds).toFixed(2) : ''
-  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'peak RSS MB', 'CPU µs/req', '× ceiling', '× peer']
+  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'peak RSS MB', 'CPU µs/req', '× ceiling', '× postgres.js', '× peer']
   const table = results.map(({ scenario, target, figures: f }) => [
     scenario, target, Math.round(f.requestsPerSecond), f.p50, f.p99, f.errors, f.non2xx, f.peakRssMb.toFixed(0), f.cpuMicros.toFixed(0),
     ratio(f, find(scenario, 'ceiling')),
+    ratio(f, find(scenario, POSTGRES_JS)),
     ratio(f, find(scenario, 'peer'))
   ].map(String))
   const widths = header.map((h, i) => Math.max(h.length, ...table.map(row => row[i]!.length)))
@@ -176,7 +180,7 @@ try {
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
   await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, results }, null, 2) + '\n')
-  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [UNAUTHENTICATED]: '#90cdf4', ceiling: '#718096', peer: '#dd6b20' }
+  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [UNAUTHENTICATED]: '#90cdf4', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,
     results.map(({ scenario, target, figures }) => ({ label: `${scenario} · ${target}`, value: figures.requestsPerSecond, colour: colours[target] ?? '#2b6cb0' }))

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import { Worker } from 'node:worker_threads'
 import type { Options } from '@node-rs/argon2'
-import { Semaphore } from './semaphore.js'
+import pLimit, { type LimitFunction } from 'p-limit'
 
 type HashJob = { op: 'hash', password: string, options: Options } | { op: 'verify', hash: string, password: string }
 type HashReply = { value: string | boolean } | { error: string }
@@ -50,14 +50,14 @@ interface Job {
  */
 export class HashThreads {
   readonly #held = new Map<Worker, Job[]>()
-  readonly #turns: Semaphore
+  readonly #turns: LimitFunction
 
   constructor (private readonly size: number) {
-    this.#turns = new Semaphore(size * JOBS_A_THREAD)
+    this.#turns = pLimit(size * JOBS_A_THREAD)
   }
 
   hash (password: string, options: Options): Promise<string> {
-    return this.#turns.run(() => this.#send({ op: 'hash', password, options })) as Promise<string>
+    return this.#turns(() => this.#send({ op: 'hash', password, options })) as Promise<string>
   }
 
   /**
@@ -65,7 +65,8 @@ export class HashThreads {
    * comes when it is sent to a thread, at most one hash before the thread starts it.
    */
   verify (hash: string, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
-    return this.#turns.run(() => this.#send({ op: 'verify', hash, password }), unwanted) as Promise<boolean | undefined>
+    // A job queued for a request that was answered or dropped meanwhile passes its turn on.
+    return this.#turns(() => unwanted() ? undefined : this.#send({ op: 'verify', hash, password })) as Promise<boolean | undefined>
   }
 
   /** Ends every thread; a job they held fails. */
@@ -99,7 +100,7 @@ export class HashThreads {
     return thread
   }
 
-  // The semaphore lets no more jobs in than `size` threads hold.
+  // p-limit lets no more jobs in than `size` threads hold.
   #send (job: HashJob): Promise<string | boolean> {
     let thread: Worker | undefined
     let fewest = Infinity

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
-import { jsonRows, type JsonRow } from '../../lib/db/json-row-writer.js'
-import { MAX_ID, type Page } from '../../lib/http/paging.js'
+import { keysetTable } from '../../lib/db/keyset-table.js'
+import { MAX_ID } from '../../lib/http/paging.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { Student, type StudentInput } from './schema.js'
 
@@ -11,9 +11,6 @@ const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'
 export function studentsRepository (database: Database, conflict: (message: string) => Error) {
   const { knex } = database
   const queries = {
-    list: prepare<[after: number, limit: number], JsonRow>(database, 'students.list', (after, limit) =>
-      knex('students').select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit), jsonRows(Student)),
-    find: prepare<[id: number], Student>(database, 'students.find', id => knex('students').select(COLUMNS).where({ id }).first()),
     create: prepare<[age: number, dob: string, email: string, name: string], Student>(database, 'students.create', (age, dob, email, name) =>
       knex('students').insert({ age, dob, email, name }).returning(COLUMNS)),
     remove: prepare<[id: number], never>(database, 'students.remove', id => knex('students').where({ id }).delete())
@@ -22,18 +19,7 @@ export function studentsRepository (database: Database, conflict: (message: stri
     uniqueConflict(error, 'students_email_unique', () => conflict(`A student with e-mail ${email} already exists`))
 
   return {
-    /**
-     * One page, in id order, each student written as JSON; asks for one row more than the
-     * limit to tell whether more follow.
-     */
-    async list ({ limit, after }: Page, trx: Knex = knex): Promise<JsonRow[]> {
-      return (await queries.list([after ?? 0, limit + 1], trx)).rows
-    },
-
-    async find (id: number, trx: Knex = knex): Promise<Student | undefined> {
-      if (id > MAX_ID) return undefined
-      return (await queries.find([id], trx)).rows[0]
-    },
+    ...keysetTable<Student>(database, 'students', knex => knex('students'), COLUMNS, Student),
 
     async create (input: StudentInput, trx: Knex = knex): Promise<Student> {
       try {

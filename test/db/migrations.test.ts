@@ -20,8 +20,8 @@ t.test('migrations roll back and apply again', async t => {
 
 t.test('instances starting together on an empty database migrate it once, and all start', async t => {
   const config = testConfig(await createDatabase(t))
+  // All start: a build that failed would reject.
   const apps = await Promise.all([1, 2, 3].map(() => buildApp(t, config)))
-  t.equal(apps.length, 3)
   const [{ n }] = await apps[0]!.knex('knex_migrations').count({ n: '*' })
   const files = (await apps[0]!.knex.migrate.list() as [unknown[], unknown[]])[0].length
   t.equal(Number(n), files, 'each migration ran once')

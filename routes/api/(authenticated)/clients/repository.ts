@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
-import { jsonRows, type JsonRow } from '../../../../lib/db/json-row-writer.js'
-import { MAX_ID, type Page } from '../../../../lib/http/paging.js'
-import { prepare, type Database } from '../../../../lib/db/prepared-query.js'
+import { keysetTable } from '../../../../lib/db/keyset-table.js'
+import type { Database } from '../../../../lib/db/prepared-query.js'
+import { MAX_ID } from '../../../../lib/http/paging.js'
 import { Client, type ClientInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const
@@ -10,22 +10,9 @@ const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'ema
 export function clientsRepository (database: Database) {
   const { knex } = database
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
-  const queries = {
-    list: prepare<[after: number, limit: number], JsonRow>(database, 'clients.list', (after, limit) =>
-      live(knex).select(COLUMNS).where('id', '>', after).orderBy('id').limit(limit), jsonRows(Client)),
-    find: prepare<[id: number], Client>(database, 'clients.find', id => live(knex).select(COLUMNS).where({ id }).first())
-  }
 
   return {
-    /** One page, in id order, each client written as JSON; one row more than the limit tells whether more follow. */
-    async list ({ limit, after }: Page, trx: Knex = knex): Promise<JsonRow[]> {
-      return (await queries.list([after ?? 0, limit + 1], trx)).rows
-    },
-
-    async find (id: number, trx: Knex = knex): Promise<Client | undefined> {
-      if (id > MAX_ID) return undefined
-      return (await queries.find([id], trx)).rows[0]
-    },
+    ...keysetTable<Client>(database, 'clients', live, COLUMNS, Client),
 
     async create (input: ClientInput, trx: Knex = knex): Promise<Client> {
       const [client] = await trx('clients').insert(input).returning(COLUMNS)

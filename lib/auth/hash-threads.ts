@@ -51,6 +51,7 @@ interface Job {
 export class HashThreads {
   readonly #held = new Map<Worker, Job[]>()
   readonly #turns: LimitFunction
+  #closed = false
 
   constructor (private readonly size: number) {
     this.#turns = pLimit(size * JOBS_A_THREAD)
@@ -69,8 +70,10 @@ export class HashThreads {
     return this.#turns(() => unwanted() ? undefined : this.#send({ op: 'verify', hash, password })) as Promise<boolean | undefined>
   }
 
-  /** Ends every thread; a job they held fails. */
+  /** Ends every thread; a job they held fails, and so does any job asked for afterwards. */
   async close (): Promise<void> {
+    this.#closed = true
+    this.#turns.clearQueue()
     await Promise.all([...this.#held.keys()].map(thread => thread.terminate()))
   }
 
@@ -102,6 +105,7 @@ export class HashThreads {
 
   // p-limit lets no more jobs in than `size` threads hold.
   #send (job: HashJob): Promise<string | boolean> {
+    if (this.#closed) return Promise.reject(new Error('The hashing threads are closed'))
     let thread: Worker | undefined
     let fewest = Infinity
     for (const [candidate, held] of this.#held) {

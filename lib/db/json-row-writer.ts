@@ -30,7 +30,9 @@ function encodingOf (property: TSchema): string {
  *
  * It writes integers, dates, timestamps and text itself. A row with a column it does not
  * write so (a boolean, a numeric, JSON, ...) or with a NULL in a column it writes goes the
- * usual way: made an object by lib/db/row-builder.ts, written by Fastify's serializer. It refuses
+ * usual way: made an object by lib/db/row-builder.ts, written by fast-json-stringify (Fastify's
+ * serializer) compiled for the schema, which writes a NULL where the schema allows none as it
+ * would for a route (`""`, `0`), and needs the schema whole (no `$ref` inside). It refuses
  * (throws) a property the row lacks; columns the schema does not name are left out.
  */
 export function jsonRowWriter (schema: TObject, fields: pg.FieldDef[]): (values: (string | null)[]) => string {

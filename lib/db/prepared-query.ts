@@ -35,7 +35,7 @@ interface KnexClient {
 }
 
 /** The client of a knex transaction, through which its own connection is reached. */
-export function transactionClient (trx: Knex): KnexClient {
+function transactionClient (trx: Knex): KnexClient {
   const client = trx.client as Partial<KnexClient>
   if (typeof client.acquireConnection !== 'function' || typeof client.releaseConnection !== 'function') {
     throw new Error('This version of knex\'s client lacks acquireConnection or releaseConnection, which lib/db/prepared-query.ts uses: install the knex version package.json pins')

@@ -8,7 +8,7 @@ import { HandlerTimeoutError } from './request-timing.js'
 import { SECURITY_HEADERS } from './security-headers.js'
 
 /** Seconds a client should wait before retrying a 503 (database out of reach, timeout, overload). */
-export const RETRY_AFTER_SECONDS = 5
+const RETRY_AFTER_SECONDS = 5
 
 // Error codes of node's sockets (ENOENT: a Unix socket that is gone with its server) and of
 // PostgreSQL (class 08: connection exception, 53300: too many connections, 57P0x: server
@@ -164,7 +164,10 @@ export default fp(async (fastify) => {
       request.log.error({ err: error }, 'request failed')
       return sendError(reply, statusCode, 'The server failed to answer this request')
     }
-    request.log.info({ err: error }, 'request refused')
+    // A route that does not exist is a scanner's probe as often as not: a line each at info
+    // would let anyone fill the logs.
+    if (request.is404) request.log.debug({ err: error }, 'no such route')
+    else request.log.info({ err: error }, 'request refused')
     return sendError(reply, statusCode, error.message, error instanceof InvalidFields ? error.fields : undefined)
   })
 }, { name: 'errors' })

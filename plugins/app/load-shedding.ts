@@ -10,7 +10,8 @@ const RESOLUTION = 10
  * answered 503 with Retry-After at once, instead of queueing up behind the others with
  * ever-growing latency. /health/ready says 503 too, so that a balancer sends work elsewhere;
  * /health/live still says 200, so that nobody restarts a process that is merely busy. While
- * the service closes, every request is answered 503 (with `Connection: close`).
+ * the service closes, every request is answered 503 (with `Connection: close`). It runs after
+ * CORS's onRequest hook (a dependency), so that a browser can read the 503 and its Retry-After.
  *
  * The lag is the mean delay of a 10 ms timer over each sampling period, as
  * @fastify/under-pressure measures it. That plugin takes a period with no tick of the timer
@@ -53,4 +54,4 @@ export default fp(async (fastify) => {
     if (lag <= maxEventLoopDelay || request.url === '/health/live') return done()
     done(new UnavailableError('The service is overloaded; try again later'))
   })
-}, { name: 'load-shedding', dependencies: ['config', 'errors', 'security-headers'] })
+}, { name: 'load-shedding', dependencies: ['config', 'errors', 'security-headers', 'cors'] })

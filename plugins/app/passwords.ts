@@ -8,7 +8,10 @@ declare module 'fastify' {
   }
 }
 
-/** Password hashing: its threads start with the first hashes and end when the app closes. */
+/**
+ * Password hashing: its threads start at registration, with the stand-in hash that logins for
+ * unknown addresses are checked against, and end when the app closes.
+ */
 export default fp(async (fastify) => {
   const passwords = new Passwords()
   fastify.decorate('passwords', passwords)

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox'
 import { AtLeastOneOf, errorResponses, IdParams, PageQuery, Timestamp } from '../../schemas/common.js'
 
 /** The writable fields of a student. */
-export const studentFields = {
+const studentFields = {
   name: Type.String({ minLength: 1, maxLength: 255, example: 'Ada Lovelace' }),
   email: Type.String({ format: 'email', maxLength: 254, description: 'Unique without regard to case', example: 'ada@example.com' }),
   age: Type.Integer({ minimum: 0, maximum: 150, example: 36 }),
@@ -25,7 +25,7 @@ export const Student = Type.Object({
 }, { $id: 'Student', additionalProperties: false })
 export type Student = Static<typeof Student>
 
-export const StudentList = Type.Array(Type.Ref(Student), { $id: 'StudentList' })
+const StudentList = Type.Array(Type.Ref(Student), { $id: 'StudentList' })
 
 export const studentSharedSchemas = [StudentInput, Student, StudentList]
 

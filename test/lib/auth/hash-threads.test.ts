@@ -61,11 +61,21 @@ t.test('each thread holds its next job: a job is sent before the one ahead of it
   t.teardown(() => { Worker.prototype.postMessage = send })
 
   const jobs = Array.from({ length: 5 }, () => threads.verify(hash, 'a', () => false))
-  // p-limit starts a job a few microtasks on; no thread's answer can arrive before a macrotask.
-  for (let i = 0; i < 10; i++) await Promise.resolve()
+  // p-limit starts a job some microtasks on; no thread's answer can arrive before a macrotask.
+  for (let i = 0; i < 1000 && sentTo.length < 4; i++) await Promise.resolve()
   t.equal(sentTo.length, 4, 'two jobs a thread, sent at once, before any is done')
   t.equal(new Set(sentTo.slice(0, 2)).size, 2, 'the first two to two threads')
   t.equal(new Set(sentTo).size, 2, 'two threads in all')
   t.same(await Promise.all(jobs), [true, true, true, true, true])
   t.equal(sentTo.length, 5, 'the fifth once a thread was done with one')
+})
+
+t.test('closed: the threads end, and a job asked for afterwards fails', async t => {
+  const threads = new HashThreads(2)
+  await threads.hash('a', OPTIONS)
+  t.equal(threads.threads, 1)
+  await threads.close()
+  t.equal(threads.threads, 0, 'none left')
+  await t.rejects(threads.hash('b', OPTIONS), /The hashing threads are closed/)
+  t.equal(threads.threads, 0, 'none started')
 })

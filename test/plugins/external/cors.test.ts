@@ -31,3 +31,22 @@ t.test('CORS_ORIGIN=* allows any origin', async t => {
   const res = await app.inject({ url: '/students', headers: { origin: 'https://anywhere.example' } })
   t.equal(res.headers['access-control-allow-origin'], '*')
 })
+
+t.test('a 503 of load shedding carries the CORS headers, so that a browser can read it and its Retry-After', async t => {
+  const app = await build(t, config => {
+    config.corsOrigins = ['https://app.example.com']
+    config.timeouts.maxEventLoopDelay = 100
+  })
+  const headers = { origin: 'https://app.example.com' }
+  // The event loop stalls until a request is shed, as in test/faults/database.test.ts.
+  let shed: Awaited<ReturnType<typeof app.inject>> | undefined
+  for (let stalls = 0; stalls < 20 && shed?.statusCode !== 503; stalls++) {
+    const until = Date.now() + 600
+    while (Date.now() < until) { /* busy */ }
+    await new Promise(resolve => setTimeout(resolve, 0))
+    shed = await app.inject({ url: '/students', headers })
+  }
+  t.equal(shed!.statusCode, 503)
+  t.equal(shed!.headers['access-control-allow-origin'], 'https://app.example.com')
+  t.match(shed!.headers['access-control-expose-headers'], /Retry-After/)
+})

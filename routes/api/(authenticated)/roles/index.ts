@@ -5,7 +5,10 @@ import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
-/** `/api/roles`: roles and their permissions, behind the role-* permissions. */
+/**
+ * `/api/roles`: roles and their permissions, behind the role-* permissions. Their data access
+ * is plugins/app/roles-repository.ts, which registration and the administrator's start-up use too.
+ */
 const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: rolesTag, schemas: roleSharedSchemas })
   const repository = fastify.rolesRepository

@@ -6,7 +6,10 @@ import { confirmedPassword } from '../../../../lib/auth/passwords.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
-/** `/api/users`: users and their roles, behind the user-* permissions. */
+/**
+ * `/api/users`: users and their roles, behind the user-* permissions. Their data access is
+ * plugins/app/users-repository.ts, which the token check and login use too.
+ */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })
   const { usersRepository, rolesRepository } = fastify

@@ -3,6 +3,7 @@
 import http from 'node:http'
 import postgres from 'postgres'
 import { isoTimestamp } from '../../lib/db/pg-types.js'
+import { readJson, send } from './http.js'
 import { SQL } from './sql.js'
 
 const sql = postgres({
@@ -21,18 +22,6 @@ const sql = postgres({
   },
   fetch_types: false
 })
-
-async function readJson (req: http.IncomingMessage) {
-  let body = ''
-  for await (const chunk of req) body += chunk
-  return JSON.parse(body)
-}
-
-function send (res: http.ServerResponse, status: number, body: unknown) {
-  const json = JSON.stringify(body)
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) })
-  res.end(json)
-}
 
 const server = http.createServer(async (req, res) => {
   try {

@@ -4,6 +4,7 @@ import http from 'node:http'
 import { emailKey } from '../../lib/auth/email.js'
 import { Passwords } from '../../lib/auth/passwords.js'
 import { AUDIENCE, ISSUER } from '../../plugins/app/auth.js'
+import { readJson, send } from './http.js'
 import { pool, SQL } from './sql.js'
 
 const db = pool()
@@ -18,18 +19,6 @@ function token (user: { id: number, token_generation: number }) {
   const claims = base64url(JSON.stringify({ sub: String(user.id), jti: randomUUID(), gen: user.token_generation, iat, exp: iat + 3600, iss: ISSUER, aud: AUDIENCE }))
   const signature = createHmac('sha256', process.env.JWT_SECRET!).update(`${JWT_HEADER}.${claims}`).digest('base64url')
   return `${JWT_HEADER}.${claims}.${signature}`
-}
-
-async function readJson (req: http.IncomingMessage) {
-  let body = ''
-  for await (const chunk of req) body += chunk
-  return JSON.parse(body)
-}
-
-function send (res: http.ServerResponse, status: number, body: unknown) {
-  const json = JSON.stringify(body)
-  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) })
-  res.end(json)
 }
 
 const server = http.createServer(async (req, res) => {

@@ -4,15 +4,12 @@ import http from 'node:http'
 import postgres from 'postgres'
 import { isoTimestamp } from '../../lib/db/pg-types.js'
 import { readJson, send } from './http.js'
-import { SQL } from './sql.js'
+import { connection, SQL } from './sql.js'
 
+const { user, ...database } = connection()
 const sql = postgres({
-  host: process.env.DB_HOST,
-  port: Number(process.env.DB_PORT ?? 5432),
-  database: process.env.DB_NAME,
-  username: process.env.DB_USER,
-  password: process.env.DB_PASSWORD,
-  max: Number(process.env.DB_POOL_MAX ?? 10),
+  ...database,
+  username: user,
   // The service's session: timestamps in UTC, dates as YYYY-MM-DD.
   connection: { TimeZone: 'UTC', DateStyle: 'ISO' },
   // Dates stay their text and timestamps become ISO 8601 strings, as the service writes them.

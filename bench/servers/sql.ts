@@ -12,16 +12,19 @@ export const SQL = {
   credentials: 'select "u"."id", "u"."password", "u"."token_generation" from "users" as "u" where "u"."deleted_at" is null and "u"."email_key" = $1 limit $2'
 }
 
-/** A pool on the database of DB_HOST … DB_PASSWORD, with the service's session and type parsers. */
-export function pool (): pg.Pool {
-  return new pg.Pool({
+/** The database of DB_HOST … DB_PASSWORD, and the pool size DB_POOL_MAX, as the ceilings take them. */
+export function connection () {
+  return {
     host: process.env.DB_HOST,
     port: Number(process.env.DB_PORT ?? 5432),
     database: process.env.DB_NAME,
     user: process.env.DB_USER,
     password: process.env.DB_PASSWORD,
-    max: Number(process.env.DB_POOL_MAX ?? 10),
-    options: SESSION_OPTIONS,
-    types
-  })
+    max: Number(process.env.DB_POOL_MAX ?? 10)
+  }
+}
+
+/** A pg pool on that database, with the service's session and type parsers. */
+export function pool (): pg.Pool {
+  return new pg.Pool({ ...connection(), options: SESSION_OPTIONS, types })
 }

@@ -8,22 +8,33 @@ const registration = { name: 'Grace Hopper', email: 'grace@example.com', passwor
 
 t.test('register answers 201 and a token for the new user; the address is then taken', async t => {
   const app = await build(t)
-  const res = await app.inject({ method: 'POST', url: '/api/register', payload: registration })
-  t.equal(res.statusCode, 201)
-  t.match(res.json(), { success: true, data: JWT })
-  t.match(res.headers.location, /^\/api\/users\/\d+$/)
+  let token: string
 
-  const profile = await app.inject({ url: '/api/profile', headers: bearer(res.json().data) })
-  t.equal(profile.statusCode, 200)
-  t.match(profile.json().data, { name: 'Grace Hopper', email: 'grace@example.com', roles: [], permissions: [] })
-  t.notMatch(profile.body, /password|argon2/)
+  await t.test('register answers 201, a token and the new user\'s location', async t => {
+    const res = await app.inject({ method: 'POST', url: '/api/register', payload: registration })
+    t.equal(res.statusCode, 201)
+    t.match(res.json(), { success: true, data: JWT })
+    t.match(res.headers.location, /^\/api\/users\/\d+$/)
+    token = res.json().data
+  })
 
-  const again = await app.inject({ method: 'POST', url: '/api/register', payload: { ...registration, email: 'GRACE@example.com' } })
-  t.equal(again.statusCode, 409)
-  t.match(again.json(), { success: false, statusCode: 409, message: 'The e-mail address GRACE@example.com is taken' })
+  await t.test('the token shows the new user\'s profile, with no roles and no password', async t => {
+    const profile = await app.inject({ url: '/api/profile', headers: bearer(token) })
+    t.equal(profile.statusCode, 200)
+    t.match(profile.json().data, { name: 'Grace Hopper', email: 'grace@example.com', roles: [], permissions: [] })
+    t.notMatch(profile.body, /password|argon2/)
+  })
 
-  const row = await app.knex('users').where({ email: 'grace@example.com' }).first()
-  t.match(row.password, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, 'stored as an argon2id hash')
+  await t.test('the address is then taken, in any case', async t => {
+    const again = await app.inject({ method: 'POST', url: '/api/register', payload: { ...registration, email: 'GRACE@example.com' } })
+    t.equal(again.statusCode, 409)
+    t.match(again.json(), { success: false, statusCode: 409, message: 'The e-mail address GRACE@example.com is taken' })
+  })
+
+  await t.test('the password is stored as an argon2id hash', async t => {
+    const row = await app.knex('users').where({ email: 'grace@example.com' }).first()
+    t.match(row.password, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, 'stored as an argon2id hash')
+  })
 })
 
 t.test('register refuses bad bodies and writes nothing', async t => {
@@ -57,22 +68,28 @@ t.test('login: a token for the right password, the same 401 for a wrong address 
   const app = await build(t)
   const { email } = await userWithRoles(app, ['User'], 'ada@example.com')
 
-  const ok = await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'ADA@example.com', password: PASSWORD } })
-  t.equal(ok.statusCode, 200)
-  t.match(ok.json(), { success: true, data: JWT })
+  await t.test('the right password gets a token, whatever the case of the address', async t => {
+    const ok = await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'ADA@example.com', password: PASSWORD } })
+    t.equal(ok.statusCode, 200)
+    t.match(ok.json(), { success: true, data: JWT })
+  })
 
-  const wrongPassword = await app.inject({ method: 'POST', url: '/api/login', payload: { email, password: 'not the password' } })
-  const wrongEmail = await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'nobody@example.com', password: PASSWORD } })
-  for (const res of [wrongPassword, wrongEmail]) {
-    t.equal(res.statusCode, 401)
-    t.equal(res.headers['www-authenticate'], 'Bearer realm="api"')
-  }
-  t.equal(wrongPassword.body, wrongEmail.body, 'the same body')
-  t.same(wrongEmail.json(), { success: false, statusCode: 401, error: 'Unauthorized', message: 'These credentials do not match our records' })
+  await t.test('a wrong password and an unknown address get the same 401', async t => {
+    const wrongPassword = await app.inject({ method: 'POST', url: '/api/login', payload: { email, password: 'not the password' } })
+    const wrongEmail = await app.inject({ method: 'POST', url: '/api/login', payload: { email: 'nobody@example.com', password: PASSWORD } })
+    for (const res of [wrongPassword, wrongEmail]) {
+      t.equal(res.statusCode, 401)
+      t.equal(res.headers['www-authenticate'], 'Bearer realm="api"')
+    }
+    t.equal(wrongPassword.body, wrongEmail.body, 'the same body')
+    t.same(wrongEmail.json(), { success: false, statusCode: 401, error: 'Unauthorized', message: 'These credentials do not match our records' })
+  })
 
-  const empty = await app.inject({ method: 'POST', url: '/api/login', payload: {} })
-  t.equal(empty.statusCode, 400)
-  t.match(empty.json().data, { email: ['is required'], password: ['is required'] })
+  await t.test('an empty body is 400, naming both fields', async t => {
+    const empty = await app.inject({ method: 'POST', url: '/api/login', payload: {} })
+    t.equal(empty.statusCode, 400)
+    t.match(empty.json().data, { email: ['is required'], password: ['is required'] })
+  })
 })
 
 t.test('logout ends the presented token at once; scope=all ends every token of the user', async t => {
@@ -80,21 +97,28 @@ t.test('logout ends the presented token at once; scope=all ends every token of t
   const { email, token } = await userWithRoles(app, ['User'])
   const other = await login(app, email)
 
-  const out = await app.inject({ url: '/api/logout', headers: bearer(token) })
-  t.equal(out.statusCode, 200)
-  t.same(out.json(), { success: true, data: null, message: 'Logged out' })
-  const after = await app.inject({ url: '/api/profile', headers: bearer(token) })
-  t.equal(after.statusCode, 401)
-  t.equal(after.headers['www-authenticate'], 'Bearer realm="api"')
-  t.equal((await app.inject({ url: '/api/profile', headers: bearer(other) })).statusCode, 200, 'the other token still works')
+  await t.test('logout ends the presented token at once, and no other', async t => {
+    const out = await app.inject({ url: '/api/logout', headers: bearer(token) })
+    t.equal(out.statusCode, 200)
+    t.same(out.json(), { success: true, data: null, message: 'Logged out' })
+    const after = await app.inject({ url: '/api/profile', headers: bearer(token) })
+    t.equal(after.statusCode, 401)
+    t.equal(after.headers['www-authenticate'], 'Bearer realm="api"')
+    t.equal((await app.inject({ url: '/api/profile', headers: bearer(other) })).statusCode, 200, 'the other token still works')
+  })
 
-  const third = await login(app, email)
-  t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(third) })).statusCode, 200)
-  t.equal((await app.inject({ url: '/api/profile', headers: bearer(other) })).statusCode, 401)
-  t.equal((await app.inject({ url: '/api/profile', headers: bearer(third) })).statusCode, 401)
-  const fresh = await login(app, email)
-  t.equal((await app.inject({ url: '/api/profile', headers: bearer(fresh) })).statusCode, 200, 'a new login works again')
-  t.equal((await app.inject({ url: '/api/logout?scope=some', headers: bearer(fresh) })).statusCode, 400)
+  await t.test('logout with scope=all ends every token of the user', async t => {
+    const third = await login(app, email)
+    t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(third) })).statusCode, 200)
+    t.equal((await app.inject({ url: '/api/profile', headers: bearer(other) })).statusCode, 401)
+    t.equal((await app.inject({ url: '/api/profile', headers: bearer(third) })).statusCode, 401)
+  })
+
+  await t.test('a new login works again; an unknown scope is 400', async t => {
+    const fresh = await login(app, email)
+    t.equal((await app.inject({ url: '/api/profile', headers: bearer(fresh) })).statusCode, 200, 'a new login works again')
+    t.equal((await app.inject({ url: '/api/logout?scope=some', headers: bearer(fresh) })).statusCode, 400)
+  })
 })
 
 t.test('a logout holds across a restart of the app', async t => {
@@ -109,22 +133,30 @@ t.test('a logout holds across a restart of the app', async t => {
 t.test('profile lists the caller\'s roles and permissions; permissions lists all twelve', async t => {
   const app = await build(t)
   const { token, id, email } = await userWithRoles(app, ['Admin', 'User'])
-  const res = await app.inject({ url: '/api/profile', headers: bearer(token) })
-  t.equal(res.statusCode, 200)
-  const profile = res.json().data
-  t.match(profile, { id, email, name: 'Test User', roles: ['Admin', 'User'] })
-  t.equal(profile.permissions.length, 12)
-  t.same(Object.keys(profile).sort(), ['created_at', 'email', 'id', 'name', 'permissions', 'roles', 'updated_at'])
 
-  const permissions = await app.inject({ url: '/api/permissions', headers: bearer((await userWithRoles(app, [])).token) })
-  t.equal(permissions.statusCode, 200)
-  t.same(permissions.json().data.map((p: { name: string }) => p.name), [
-    'client-list', 'client-create', 'client-edit', 'client-delete',
-    'role-list', 'role-create', 'role-edit', 'role-delete',
-    'user-list', 'user-create', 'user-edit', 'user-delete'
-  ])
-  const head = await app.inject({ method: 'HEAD', url: '/api/profile', headers: bearer(token) })
-  t.equal(head.statusCode, 200)
+  await t.test('profile lists the caller\'s roles and permissions, and nothing more', async t => {
+    const res = await app.inject({ url: '/api/profile', headers: bearer(token) })
+    t.equal(res.statusCode, 200)
+    const profile = res.json().data
+    t.match(profile, { id, email, name: 'Test User', roles: ['Admin', 'User'] })
+    t.equal(profile.permissions.length, 12)
+    t.same(Object.keys(profile).sort(), ['created_at', 'email', 'id', 'name', 'permissions', 'roles', 'updated_at'])
+  })
+
+  await t.test('permissions lists all twelve, in order, to a user with no role', async t => {
+    const permissions = await app.inject({ url: '/api/permissions', headers: bearer((await userWithRoles(app, [])).token) })
+    t.equal(permissions.statusCode, 200)
+    t.same(permissions.json().data.map((p: { name: string }) => p.name), [
+      'client-list', 'client-create', 'client-edit', 'client-delete',
+      'role-list', 'role-create', 'role-edit', 'role-delete',
+      'user-list', 'user-create', 'user-edit', 'user-delete'
+    ])
+  })
+
+  await t.test('HEAD /api/profile answers 200', async t => {
+    const head = await app.inject({ method: 'HEAD', url: '/api/profile', headers: bearer(token) })
+    t.equal(head.statusCode, 200)
+  })
 })
 
 t.test('login and register are rate limited per IP and per e-mail address', async t => {
@@ -133,25 +165,36 @@ t.test('login and register are rate limited per IP and per e-mail address', asyn
   const attempt = (email: string, ip = '10.0.0.1') =>
     limited.inject({ method: 'POST', url: '/api/login', payload: { email, password: 'wrong password' }, remoteAddress: ip })
 
-  t.equal((await attempt('a@example.com')).statusCode, 401)
-  t.equal((await attempt('A@example.com')).statusCode, 401)
-  const third = await attempt('a@example.com')
-  t.equal(third.statusCode, 429, 'per e-mail, without regard to case')
-  t.match(third.headers['retry-after'], /^\d+$/)
-  t.ok(Number(third.headers['retry-after']) >= 1 && Number(third.headers['retry-after']) <= 60)
-  t.match(third.json(), { success: false, statusCode: 429, error: 'Too Many Requests' })
-  t.equal((await attempt('a@example.com', '10.0.0.2')).statusCode, 429, 'the e-mail limit holds from another IP')
+  await t.test('a third attempt for one address, in any case, is 429 with Retry-After', async t => {
+    t.equal((await attempt('a@example.com')).statusCode, 401)
+    t.equal((await attempt('A@example.com')).statusCode, 401)
+    const third = await attempt('a@example.com')
+    t.equal(third.statusCode, 429, 'per e-mail, without regard to case')
+    t.match(third.headers['retry-after'], /^\d+$/)
+    t.ok(Number(third.headers['retry-after']) >= 1 && Number(third.headers['retry-after']) <= 60)
+    t.match(third.json(), { success: false, statusCode: 429, error: 'Too Many Requests' })
+  })
 
-  t.equal((await attempt('b@example.com')).statusCode, 401)
-  t.equal((await attempt('c@example.com')).statusCode, 401)
-  t.equal((await attempt('d@example.com')).statusCode, 429, 'per IP')
-  t.equal((await attempt('e@example.com', '10.0.0.3')).statusCode, 401, 'another IP is not held back')
+  await t.test('the e-mail limit holds from another IP', async t => {
+    t.equal((await attempt('a@example.com', '10.0.0.2')).statusCode, 429, 'the e-mail limit holds from another IP')
+  })
 
-  await limited.knex('rate_limits').update({ reset_at: limited.knex.raw("now() - interval '1 second'") })
-  t.equal((await attempt('a@example.com')).statusCode, 401, 'a new window starts afresh')
+  await t.test('a sixth attempt from one IP is 429; another IP is not held back', async t => {
+    t.equal((await attempt('b@example.com')).statusCode, 401)
+    t.equal((await attempt('c@example.com')).statusCode, 401)
+    t.equal((await attempt('d@example.com')).statusCode, 429, 'per IP')
+    t.equal((await attempt('e@example.com', '10.0.0.3')).statusCode, 401, 'another IP is not held back')
+  })
 
-  const registers = await limited.inject({ method: 'POST', url: '/api/register', payload: {}, remoteAddress: '10.0.0.9' })
-  t.equal(registers.statusCode, 400, 'register counts separately from login')
+  await t.test('once the window has passed, attempts are counted afresh', async t => {
+    await limited.knex('rate_limits').update({ reset_at: limited.knex.raw("now() - interval '1 second'") })
+    t.equal((await attempt('a@example.com')).statusCode, 401, 'a new window starts afresh')
+  })
+
+  await t.test('register counts separately from login', async t => {
+    const registers = await limited.inject({ method: 'POST', url: '/api/register', payload: {}, remoteAddress: '10.0.0.9' })
+    t.equal(registers.statusCode, 400, 'register counts separately from login')
+  })
 })
 
 t.test('one form of an e-mail address decides both whose it is and what it is counted as', async t => {
@@ -162,34 +205,52 @@ t.test('one form of an e-mail address decides both whose it is and what it is co
     limited.inject({ method: 'POST', url: '/api/login', payload: { email: address, password } })
   // Case, fullwidth letters and the Kelvin sign fold together; "İ" (U+0130) is another letter.
   const spellings = ['KIT@EXAMPLE.COM', '\uFF4B\uFF49\uFF54@example.com', '\u212Ait@example.com', 'Kit@\uFF25XAMPLE.com']
-
-  for (const spelling of spellings) {
-    t.equal((await login(spelling)).statusCode, 200, `${spelling} names the user`)
-    await limited.knex('rate_limits').delete()
-  }
   const dotted = 'k\u0130t@example.com'
-  t.equal((await login(dotted)).statusCode, 401, 'a spelling with İ names nobody')
 
-  await limited.knex('rate_limits').delete()
-  for (const spelling of spellings.slice(0, 3)) t.equal((await login(spelling, 'wrong password')).statusCode, 401)
-  for (const spelling of [email, ...spellings]) {
-    t.equal((await login(spelling)).statusCode, 429, `after three failures under any spelling, ${spelling} is held back`)
-  }
-  t.not((await login(dotted)).statusCode, 200, 'and a spelling with İ does not get in either')
+  await t.test('every spelling that folds to the address logs the user in', async t => {
+    for (const spelling of spellings) {
+      t.equal((await login(spelling)).statusCode, 200, `${spelling} names the user`)
+      await limited.knex('rate_limits').delete()
+    }
+  })
 
-  const taken = await app.inject({ method: 'POST', url: '/api/register', payload: { name: 'K', email: 'KIT@example.com', password: PASSWORD, c_password: PASSWORD } })
-  t.equal(taken.statusCode, 409, 'the address is taken in any case')
+  await t.test('a spelling with İ names nobody', async t => {
+    t.equal((await login(dotted)).statusCode, 401, 'a spelling with İ names nobody')
+  })
+
+  await t.test('after three failures under any spellings, every spelling is held back', async t => {
+    await limited.knex('rate_limits').delete()
+    for (const spelling of spellings.slice(0, 3)) t.equal((await login(spelling, 'wrong password')).statusCode, 401)
+    for (const spelling of [email, ...spellings]) {
+      t.equal((await login(spelling)).statusCode, 429, `after three failures under any spelling, ${spelling} is held back`)
+    }
+  })
+
+  await t.test('and a spelling with İ does not get in either', async t => {
+    t.not((await login(dotted)).statusCode, 200, 'and a spelling with İ does not get in either')
+  })
+
+  await t.test('the address is taken for registration in any case', async t => {
+    const taken = await app.inject({ method: 'POST', url: '/api/register', payload: { name: 'K', email: 'KIT@example.com', password: PASSWORD, c_password: PASSWORD } })
+    t.equal(taken.statusCode, 409, 'the address is taken in any case')
+  })
 })
 
 t.test('a malformed login is answered 400 without being counted; a well-formed one is counted', async t => {
   const app = await build(t, config => { Object.assign(config.auth.rateLimit, { perIp: 1, perEmail: 10, windowSeconds: 60 }) })
   const login = (payload: object) => app.inject({ method: 'POST', url: '/api/login', payload, remoteAddress: '10.0.0.1' })
-  for (const payload of [{}, { email: 'a@example.com' }, { email: 'a@example.com', password: '' }, { email: 'a@example.com', password: 'x', extra: 1 }]) {
-    t.equal((await login(payload)).statusCode, 400)
-  }
-  t.same(await app.knex('rate_limits').pluck('key'), [], 'nothing counted')
-  t.equal((await login({ email: 'a@example.com', password: 'wrong password' })).statusCode, 401)
-  t.equal((await login({ email: 'b@example.com', password: 'wrong password' })).statusCode, 429, 'the IP\'s one attempt is spent')
+
+  await t.test('malformed logins are answered 400 and counted nowhere', async t => {
+    for (const payload of [{}, { email: 'a@example.com' }, { email: 'a@example.com', password: '' }, { email: 'a@example.com', password: 'x', extra: 1 }]) {
+      t.equal((await login(payload)).statusCode, 400)
+    }
+    t.same(await app.knex('rate_limits').pluck('key'), [], 'nothing counted')
+  })
+
+  await t.test('a well-formed login spends the IP\'s one attempt', async t => {
+    t.equal((await login({ email: 'a@example.com', password: 'wrong password' })).statusCode, 401)
+    t.equal((await login({ email: 'b@example.com', password: 'wrong password' })).statusCode, 429, 'the IP\'s one attempt is spent')
+  })
 })
 
 t.test('counters whose window has passed are swept away', async t => {

@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import pg from 'pg'
 import type { FastifyInstance } from 'fastify'
 import { build, buildApp, createDatabase, testConfig, within } from '../../helper.js'
@@ -24,31 +24,46 @@ t.test('a token\'s later requests need no database round trip; changes through t
   const checks = tokenChecks(app)
   const admin = await userWithRoles(app, ['Admin'])
   const user = await userWithRoles(app, ['User'])
-  for (let i = 0; i < 3; i++) t.equal(await status(app, '/api/clients', user.token), 200)
-  t.equal(checks(), 1, 'three requests, one token check in the database')
+
+  await t.test('three requests with one token check it in the database once', async t => {
+    for (let i = 0; i < 3; i++) t.equal(await status(app, '/api/clients', user.token), 200)
+    t.equal(checks(), 1, 'three requests, one token check in the database')
+  })
 
   const reader = await roleWithPermissions(app, 'Reader', ['client-list'])
   const put = (url: string, payload: object) => app.inject({ method: 'PUT', url, payload, headers: bearer(admin.token) })
-  t.equal((await put(`/api/users/${user.id}`, { name: 'Test User', email: user.email, roles: [reader.name] })).statusCode, 200)
-  t.equal(await status(app, '/api/clients', user.token), 200, 'a new role with client-list')
-  t.equal(await status(app, '/api/clients', user.token), 200)
-  t.equal((await put(`/api/roles/${reader.id}`, { name: 'Reader', permission: [] })).statusCode, 200)
-  t.equal(await status(app, '/api/clients', user.token), 403, 'the role lost client-list: refused at once')
-  t.equal((await put(`/api/users/${user.id}`, { name: 'Test User', email: user.email, roles: ['User'] })).statusCode, 200)
-  t.equal(await status(app, '/api/clients', user.token), 200, 'given back: allowed at once')
 
-  t.equal(await status(app, '/api/logout', user.token), 200)
-  t.equal(await status(app, '/api/clients', user.token), 401, 'logged out: refused at once')
+  await t.test('a new role with client-list holds on the next request', async t => {
+    t.equal((await put(`/api/users/${user.id}`, { name: 'Test User', email: user.email, roles: [reader.name] })).statusCode, 200)
+    t.equal(await status(app, '/api/clients', user.token), 200, 'a new role with client-list')
+    t.equal(await status(app, '/api/clients', user.token), 200)
+  })
 
-  const other = await userWithRoles(app, ['User'])
-  t.equal(await status(app, '/api/profile', other.token), 200)
-  t.equal(await status(app, '/api/logout?scope=all', other.token), 200)
-  t.equal(await status(app, '/api/profile', other.token), 401, 'logged out everywhere: refused at once')
+  await t.test('a permission taken from the user\'s role is refused at once; a role giving it back is allowed at once', async t => {
+    t.equal((await put(`/api/roles/${reader.id}`, { name: 'Reader', permission: [] })).statusCode, 200)
+    t.equal(await status(app, '/api/clients', user.token), 403, 'the role lost client-list: refused at once')
+    t.equal((await put(`/api/users/${user.id}`, { name: 'Test User', email: user.email, roles: ['User'] })).statusCode, 200)
+    t.equal(await status(app, '/api/clients', user.token), 200, 'given back: allowed at once')
+  })
 
-  const deleted = await userWithRoles(app, ['User'])
-  t.equal(await status(app, '/api/profile', deleted.token), 200)
-  t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${deleted.id}`, headers: bearer(admin.token) })).statusCode, 200)
-  t.equal(await status(app, '/api/profile', deleted.token), 401, 'deleted: refused at once')
+  await t.test('a token logged out is refused at once', async t => {
+    t.equal(await status(app, '/api/logout', user.token), 200)
+    t.equal(await status(app, '/api/clients', user.token), 401, 'logged out: refused at once')
+  })
+
+  await t.test('a token logged out everywhere is refused at once', async t => {
+    const other = await userWithRoles(app, ['User'])
+    t.equal(await status(app, '/api/profile', other.token), 200)
+    t.equal(await status(app, '/api/logout?scope=all', other.token), 200)
+    t.equal(await status(app, '/api/profile', other.token), 401, 'logged out everywhere: refused at once')
+  })
+
+  await t.test('a deleted user\'s token is refused at once', async t => {
+    const deleted = await userWithRoles(app, ['User'])
+    t.equal(await status(app, '/api/profile', deleted.token), 200)
+    t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${deleted.id}`, headers: bearer(admin.token) })).statusCode, 200)
+    t.equal(await status(app, '/api/profile', deleted.token), 401, 'deleted: refused at once')
+  })
 })
 
 t.test('changes through one instance hold on another within one second', async t => {
@@ -58,7 +73,7 @@ t.test('changes through one instance hold on another within one second', async t
   const otherChecks = tokenChecks(other)
 
   /** A User-role holder whose token `other` has checked and now remembers. */
-  const remembered = async () => {
+  const remembered = async (t: Test) => {
     const user = await userWithRoles(one, ['User'])
     const before = otherChecks()
     t.equal(await status(other, '/api/clients', user.token), 200)
@@ -70,71 +85,95 @@ t.test('changes through one instance hold on another within one second', async t
   const asAdmin = (method: 'PUT' | 'DELETE', url: string, payload?: object) =>
     one.inject({ method, url, headers: bearer(admin.token), ...(payload && { payload }) })
 
-  const loggedOut = await remembered()
-  await one.inject({ url: '/api/logout', headers: bearer(loggedOut.token) })
-  t.ok(await refusedOnOther(loggedOut.token, 401), 'a logout')
+  await t.test('a logout through one instance holds on the other', async t => {
+    const loggedOut = await remembered(t)
+    await one.inject({ url: '/api/logout', headers: bearer(loggedOut.token) })
+    t.ok(await refusedOnOther(loggedOut.token, 401), 'a logout')
+  })
 
-  const everywhere = await remembered()
-  await one.inject({ url: '/api/logout?scope=all', headers: bearer(everywhere.token) })
-  t.ok(await refusedOnOther(everywhere.token, 401), 'a logout everywhere')
+  await t.test('a logout everywhere through one instance holds on the other', async t => {
+    const everywhere = await remembered(t)
+    await one.inject({ url: '/api/logout?scope=all', headers: bearer(everywhere.token) })
+    t.ok(await refusedOnOther(everywhere.token, 401), 'a logout everywhere')
+  })
 
-  const deleted = await remembered()
-  t.equal((await asAdmin('DELETE', `/api/users/${deleted.id}`)).statusCode, 200)
-  t.ok(await refusedOnOther(deleted.token, 401), 'a user deletion')
+  await t.test('a user deleted through one instance is refused on the other', async t => {
+    const deleted = await remembered(t)
+    t.equal((await asAdmin('DELETE', `/api/users/${deleted.id}`)).statusCode, 200)
+    t.ok(await refusedOnOther(deleted.token, 401), 'a user deletion')
+  })
 
-  const demoted = await remembered()
-  t.equal((await asAdmin('PUT', `/api/users/${demoted.id}`, { name: 'Test User', email: demoted.email, roles: [] })).statusCode, 200)
-  t.ok(await refusedOnOther(demoted.token, 403), 'a role change')
+  await t.test('roles taken from a user through one instance are taken on the other', async t => {
+    const demoted = await remembered(t)
+    t.equal((await asAdmin('PUT', `/api/users/${demoted.id}`, { name: 'Test User', email: demoted.email, roles: [] })).statusCode, 200)
+    t.ok(await refusedOnOther(demoted.token, 403), 'a role change')
+  })
 
-  const holder = await remembered()
-  const role = (await one.rolesRepository.findByNames(['User']))[0]!
-  t.equal((await asAdmin('PUT', `/api/roles/${role.id}`, { name: 'User', permission: ['client-create'] })).statusCode, 200)
-  t.ok(await refusedOnOther(holder.token, 403), 'a permission change')
+  await t.test('a permission taken from a role through one instance is taken on the other', async t => {
+    const holder = await remembered(t)
+    const role = (await one.rolesRepository.findByNames(['User']))[0]!
+    t.equal((await asAdmin('PUT', `/api/roles/${role.id}`, { name: 'User', permission: ['client-create'] })).statusCode, 200)
+    t.ok(await refusedOnOther(holder.token, 403), 'a permission change')
+  })
 })
 
 t.test('a change made in the database directly is heard of too', async t => {
   const app = await build(t)
   const user = await userWithRoles(app, ['User'])
-  t.equal(await status(app, '/api/clients', user.token), 200)
-
   const db = new pg.Client(app.config.db!)
   await db.connect()
   t.teardown(() => db.end())
-  await db.query('delete from user_roles where user_id = $1', [user.id])
-  t.ok(await within(1_000, async () => await status(app, '/api/clients', user.token) === 403), 'refused within one second')
-  t.equal(await status(app, '/api/profile', user.token), 200)
-  t.equal(app.callerCache.size, 1)
-  await db.query('truncate revoked_tokens')
-  t.ok(await within(1_000, () => app.callerCache.size === 0), 'a truncation forgets everything')
+
+  await t.test('a role taken away in the database is refused within one second', async t => {
+    t.equal(await status(app, '/api/clients', user.token), 200)
+    await db.query('delete from user_roles where user_id = $1', [user.id])
+    t.ok(await within(1_000, async () => await status(app, '/api/clients', user.token) === 403), 'refused within one second')
+  })
+
+  await t.test('a truncation of revoked_tokens forgets every remembered token', async t => {
+    t.equal(await status(app, '/api/profile', user.token), 200)
+    t.equal(app.callerCache.size, 1)
+    await db.query('truncate revoked_tokens')
+    t.ok(await within(1_000, () => app.callerCache.size === 0), 'a truncation forgets everything')
+  })
 })
 
 t.test('while its listening connection is lost, every token is checked in the database; then the cache is back', async t => {
   const app = await build(t)
   const checks = tokenChecks(app)
   const user = await userWithRoles(app, ['User'])
-  t.equal(await status(app, '/api/clients', user.token), 200)
-
   const db = new pg.Client(app.config.db!)
   await db.connect()
   t.teardown(() => db.end())
-  const { rowCount } = await db.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and datname = current_database()', [LISTENER_NAME])
-  t.equal(rowCount, 1, 'one listening connection')
-  t.ok(await within(1_000, () => !app.callerCache.enabled), 'the cache is disabled at once')
 
-  const before = checks()
-  t.equal(await status(app, '/api/clients', user.token), 200)
-  t.equal(await status(app, '/api/clients', user.token), 200)
-  t.equal(checks() - before, 2, 'each request checked in the database')
-  await db.query('delete from user_roles where user_id = $1', [user.id])
-  t.equal(await status(app, '/api/clients', user.token), 403, 'a change made meanwhile holds')
+  await t.test('losing its listening connection disables the cache at once', async t => {
+    t.equal(await status(app, '/api/clients', user.token), 200)
+    const { rowCount } = await db.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1 and datname = current_database()', [LISTENER_NAME])
+    t.equal(rowCount, 1, 'one listening connection')
+    t.ok(await within(1_000, () => !app.callerCache.enabled), 'the cache is disabled at once')
+  })
 
-  t.ok(await within(5_000, () => app.callerCache.enabled), 'listening again')
-  t.equal(await status(app, '/api/profile', user.token), 200)
-  const after = checks()
-  t.equal(await status(app, '/api/profile', user.token), 200)
-  t.equal(checks(), after, 'remembered again')
-  await db.query('insert into user_roles (user_id, role_id) select $1, id from roles where name = $2', [user.id, 'User'])
-  t.ok(await within(1_000, async () => await status(app, '/api/clients', user.token) === 200), 'and changes are heard of again')
+  await t.test('meanwhile every request checks its token in the database, and a change made holds', async t => {
+    const before = checks()
+    t.equal(await status(app, '/api/clients', user.token), 200)
+    t.equal(await status(app, '/api/clients', user.token), 200)
+    t.equal(checks() - before, 2, 'each request checked in the database')
+    await db.query('delete from user_roles where user_id = $1', [user.id])
+    t.equal(await status(app, '/api/clients', user.token), 403, 'a change made meanwhile holds')
+  })
+
+  await t.test('listening again, the cache remembers tokens again', async t => {
+    t.ok(await within(5_000, () => app.callerCache.enabled), 'listening again')
+    t.equal(await status(app, '/api/profile', user.token), 200)
+    const after = checks()
+    t.equal(await status(app, '/api/profile', user.token), 200)
+    t.equal(checks(), after, 'remembered again')
+  })
+
+  await t.test('and hears of changes again', async t => {
+    await db.query('insert into user_roles (user_id, role_id) select $1, id from roles where name = $2', [user.id, 'User'])
+    t.ok(await within(1_000, async () => await status(app, '/api/clients', user.token) === 200), 'and changes are heard of again')
+  })
 })
 
 t.test('a listening connection that stops answering is given up within seconds, and the cache with it', async t => {
@@ -142,19 +181,24 @@ t.test('a listening connection that stops answering is given up within seconds, 
   const proxy = await databaseProxy(t, directDb)
   const app = await buildApp(t, testConfig(proxy.db))
   const user = await userWithRoles(app, ['User'])
-  t.equal(await status(app, '/api/clients', user.token), 200)
-
-  proxy.freeze()
-  t.ok(await within(10_000, () => !app.callerCache.enabled), 'disabled once its heartbeat went unanswered')
+  // Straight to the database, past the proxy.
   const db = new pg.Client(directDb)
   await db.connect()
   t.teardown(() => db.end())
-  await db.query('delete from user_roles where user_id = $1', [user.id])
-  await sleep(3_000) // a reconnection attempt times out meanwhile
-  proxy.thaw()
 
-  t.ok(await within(5_000, () => app.callerCache.enabled), 'listening again once the database answers')
-  t.equal(await status(app, '/api/clients', user.token), 403, 'the change made meanwhile holds')
+  await t.test('the cache is disabled once its heartbeat goes unanswered', async t => {
+    t.equal(await status(app, '/api/clients', user.token), 200)
+    proxy.freeze()
+    t.ok(await within(10_000, () => !app.callerCache.enabled), 'disabled once its heartbeat went unanswered')
+  })
+
+  await t.test('once the database answers again, the cache is back and a change made meanwhile holds', async t => {
+    await db.query('delete from user_roles where user_id = $1', [user.id])
+    await sleep(3_000) // a reconnection attempt times out meanwhile
+    proxy.thaw()
+    t.ok(await within(5_000, () => app.callerCache.enabled), 'listening again once the database answers')
+    t.equal(await status(app, '/api/clients', user.token), 403, 'the change made meanwhile holds')
+  })
 })
 
 t.test('AUTH_CACHE_SIZE=0: every request checks its token in the database', async t => {

@@ -5,6 +5,7 @@ import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './lib/process/config.js'
 import { buildValidator } from './lib/http/validation.js'
+import { parseQueryString } from './lib/http/query-string.js'
 import type { AppOptions } from './plugins/app/config.js'
 import { clientErrorHandler, frameworkErrors } from './plugins/app/errors.js'
 
@@ -36,7 +37,8 @@ export function serverOptions (config: Config): FastifyServerOptions {
     forceCloseConnections: 'idle',
     // ajv-compiler's factory type only knows its own ajv; ours returns Fastify's validator contract.
     schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } },
-    routerOptions: { ignoreTrailingSlash: true },
+    // Filters arrive in OpenAPI's deepObject style: `age[gte]=18`.
+    routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQueryString },
     // What never reaches a route is answered in the error body too.
     frameworkErrors,
     clientErrorHandler

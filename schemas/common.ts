@@ -1,5 +1,4 @@
 import { Type, type ObjectOptions, type TObject, type TSchema } from '@sinclair/typebox'
-import { DEFAULT_PAGE, MAX_ID, MAX_PAGE } from '../lib/http/paging.js'
 
 /** The one error body of every route. */
 export const ErrorBody = Type.Object({
@@ -41,11 +40,20 @@ export const IdParams = Type.Object({
   id: Type.Integer({ minimum: 1, description: 'The record\'s id', example: 42 })
 })
 
-/** The ids are PostgreSQL `integer`s: a cursor past the largest names no record, and gets 400. */
-export const PageQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'How many records at the most' })),
-  after: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ID, description: 'Return the records whose id is greater than this (keyset paging)' }))
-})
+/**
+ * A list's answer: the page's schema, and its headers: `Link` to the next page when more
+ * follow, `X-Total-Count` when a count was asked for.
+ */
+export function ListResponse (page: TSchema, description: string) {
+  const options = {
+    description: `${description}; \`Link\` points at the next`,
+    headers: {
+      link: Type.String({ description: 'When more records follow: `<path?…>; rel="next"`, the next page' }),
+      'x-total-count': Type.Integer({ minimum: 0, description: 'With `count`: the number of records matching the filters, exact or estimated as asked' })
+    }
+  }
+  return page.$id === undefined ? { ...page, ...options } : Type.Ref(page, options)
+}
 
 /** A timestamp as the service returns it: ISO 8601 in UTC. */
 export const Timestamp = Type.String({ format: 'date-time', example: '2026-11-22T09:30:00.000Z' })

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import type { ListFields } from '../lib/http/list-query.js'
 import { NamedRef, Timestamp } from './common.js'
 
 /** The role every permission comes with, which always keeps a holder and its name. */
@@ -13,3 +14,12 @@ export const Role = Type.Object({
   updated_at: Timestamp
 }, { $id: 'Role', additionalProperties: false })
 export type Role = Static<typeof Role>
+
+/** What lists of roles filter and sort on; `permission` is a permission the role holds. */
+export const roleListFields: ListFields = {
+  id: { type: 'integer', column: 'r.id', sortable: true },
+  name: { type: 'text', column: 'r.name', sortable: true },
+  created_at: { type: 'timestamp', column: 'r.created_at', sortable: true, description: 'creation time' },
+  updated_at: { type: 'timestamp', column: 'r.updated_at', description: 'last update\'s time' },
+  permission: { type: 'text', column: 'permission', operators: ['eq', 'ne', 'in'], description: 'the permissions the role holds, by name: `eq` and `in` keep roles holding one, `ne` roles holding none' }
+}

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import type { ListFields } from '../lib/http/list-query.js'
 import { NamedRef, Timestamp } from './common.js'
 
 /** Fields shared by registration and the users resource. */
@@ -19,3 +20,13 @@ export const User = Type.Object({
   updated_at: Timestamp
 }, { $id: 'User', additionalProperties: false })
 export type User = Static<typeof User>
+
+/** What lists of users filter and sort on; `role` is a role the user holds (by name, in any case). */
+export const userListFields: ListFields = {
+  id: { type: 'integer', column: 'u.id', sortable: true },
+  name: { type: 'text', column: 'u.name', sortable: true },
+  email: { type: 'text', column: 'u.email' },
+  created_at: { type: 'timestamp', column: 'u.created_at', sortable: true, description: 'creation time' },
+  updated_at: { type: 'timestamp', column: 'u.updated_at', description: 'last update\'s time' },
+  role: { type: 'text', column: 'role', operators: ['eq', 'ne', 'in'], description: 'the roles the user holds, by name in any case: `eq` and `in` keep users holding one, `ne` users holding none' }
+}

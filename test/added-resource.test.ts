@@ -16,7 +16,7 @@ async function setUp (t: Test) {
   return { app, headers: bearer(admin.token), token: admin.token }
 }
 
-t.test('a resource added as the guide says: pages, permissions, error bodies, its boolean column', async t => {
+t.test('a resource added as the guide says: pages, filters, sorts, permissions, error bodies, its boolean column', async t => {
   const { app, headers } = await setUp(t)
   for (const title of ['one', 'two', 'three']) {
     const created = await app.inject({ method: 'POST', url: '/api/notes', headers, payload: { title, pinned: title === 'two' } })
@@ -31,6 +31,11 @@ t.test('a resource added as the guide says: pages, permissions, error bodies, it
   const next = await app.inject({ url: /<([^>]+)>/.exec(String(first.headers.link))![1]!, headers })
   t.match(next.json(), { success: true, data: [{ title: 'three' }] })
   t.equal(next.headers.link, undefined, 'the last page')
+  const pinned = await app.inject({ url: '/api/notes?pinned[eq]=true&count=exact', headers })
+  t.match(pinned.json(), { success: true, data: [{ title: 'two' }] }, 'filtered on its boolean column')
+  t.equal(pinned.headers['x-total-count'], '1', 'and counted')
+  const sorted = await app.inject({ url: '/api/notes?sort=-pinned,title', headers })
+  t.same(sorted.json().data.map((note: { title: string }) => note.title), ['two', 'one', 'three'], 'sorted on it')
 
   const missing = await app.inject({ url: '/api/notes/999999', headers })
   t.equal(missing.statusCode, 404)

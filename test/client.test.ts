@@ -18,6 +18,7 @@ t.test('a client generated from openapi.json type-checks and runs a whole scenar
     'ok - register', 'ok - login', 'ok - profile', 'ok - create a client', 'ok - list clients',
     'ok - update a client with PATCH', 'ok - delete a client', 'ok - the deleted client is gone', 'ok - logout',
     'ok - the token no longer works', 'ok - create a student (v1)', 'ok - read it through /students',
-    'ok - rename it (v1 PUT)', 'ok - change its age (PATCH /students)', 'ok - delete it', 'ok - it is gone from v1 too'
+    'ok - rename it (v1 PUT)', 'ok - change its age (PATCH /students)',
+    'ok - a filtered, sorted list finds it', 'ok - and counts it', 'ok - delete it', 'ok - it is gone from v1 too'
   ])
 })

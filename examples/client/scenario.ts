@@ -56,6 +56,13 @@ const renamed = await api.PUT('/api/v1/students/{id}', { params: { path: { id: s
 check(renamed.data?.name === 'Ada King', 'rename it (v1 PUT)')
 const changed = await api.PATCH('/students/{id}', { params: { path: { id: sid } }, body: { age: 37 } })
 check(changed.data?.age === 37, 'change its age (PATCH /students)')
+// A filtered, sorted, counted list: the filters typed per field and operator, sent as
+// `age[gte]=36&name[starts_with]=ada&sort=-dob&sort=name&count=exact`.
+const filtered = await api.GET('/students', {
+  params: { query: { age: { gte: 36, lte: 40 }, name: { starts_with: 'ada' }, id: { in: String(sid) }, sort: ['-dob', 'name'], count: 'exact', limit: 10 } }
+})
+check(filtered.data?.length === 1 && filtered.data[0]!.id === sid, 'a filtered, sorted list finds it')
+check(filtered.response.headers.get('x-total-count') === '1', 'and counts it')
 const removed = await api.DELETE('/students/{id}', { params: { path: { id: sid } } })
 check(removed.response.status === 204, 'delete it')
 const missing = await api.GET('/api/v1/students/{id}', { params: { path: { id: sid } } })

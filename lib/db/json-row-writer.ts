@@ -6,6 +6,7 @@ import { IDENTIFIER, rowBuilder } from './row-builder.js'
 import type { RowMaker } from './statement-query.js'
 
 const { builtins } = pg.types
+type FastJsonSchema = Parameters<typeof fastJson>[0]
 
 /** How a column's text, as PostgreSQL sends it, becomes JSON: an expression of `value`. */
 const ENCODINGS: Record<string, { oids: number[], expression: string }> = {
@@ -32,10 +33,10 @@ function encodingOf (property: TSchema): string {
  * write so (a boolean, a numeric, JSON, ...) or with a NULL in a column it writes goes the
  * usual way: made an object by lib/db/row-builder.ts, written by fast-json-stringify (Fastify's
  * serializer) compiled for the schema, which writes a NULL where the schema allows none as it
- * would for a route (`""`, `0`), and needs the schema whole (no `$ref` inside). It refuses
+ * would for a route (`""`, `0`), with the schemas the schema's `$ref`s name. It refuses
  * (throws) a property the row lacks; columns the schema does not name are left out.
  */
-export function jsonRowWriter (schema: TObject, fields: pg.FieldDef[]): (values: (string | null)[]) => string {
+export function jsonRowWriter (schema: TObject, fields: pg.FieldDef[], references: TSchema[] = []): (values: (string | null)[]) => string {
   const direct = Object.entries(schema.properties).map(([name, property]) => {
     const index = fields.findIndex(field => field.name === name)
     if (index < 0) throw new Error(`The row has no column ${name}`)
@@ -44,7 +45,7 @@ export function jsonRowWriter (schema: TObject, fields: pg.FieldDef[]): (values:
     return { name, index, encoding: encoding?.oids.includes(fields[index]!.dataTypeID) ? encoding : undefined }
   })
   const toObject = rowBuilder<unknown>(fields)
-  const serialize = fastJson(schema)
+  const serialize = fastJson(schema as FastJsonSchema, { schema: Object.fromEntries(references.map(reference => [reference.$id!, reference as unknown as FastJsonSchema])) })
   const usual = (values: (string | null)[]) => serialize(toObject(values))
   if (direct.some(column => column.encoding === undefined)) return usual
   const anyNull = direct.map(({ index }) => `values[${index}] === null`).join(' || ')
@@ -64,10 +65,10 @@ export interface JsonRow {
   json: string
 }
 
-/** Rows of `schema` written as JSON (for `prepare`), each with its id. */
-export function jsonRows (schema: TObject): RowMaker<JsonRow> {
+/** Rows of `schema` written as JSON (for `prepare`), each with its id; `references`, the schemas its `$ref`s name. */
+export function jsonRows (schema: TObject, references: TSchema[] = []): RowMaker<JsonRow> {
   return fields => {
-    const write = jsonRowWriter(schema, fields)
+    const write = jsonRowWriter(schema, fields, references)
     const id = fields.findIndex(field => field.name === 'id')
     if (id < 0) throw new Error('The row has no column id')
     return values => ({ id: Number(values[id]), json: write(values) })

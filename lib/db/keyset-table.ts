@@ -1,31 +1,118 @@
-import type { TObject } from '@sinclair/typebox'
+import type { TObject, TSchema } from '@sinclair/typebox'
 import type { Knex } from 'knex'
-import { MAX_ID, type Page } from '../http/paging.js'
+import type pg from 'pg'
+import type { ListFields, ListRequest } from '../http/list-query.js'
+import { MAX_ID } from '../http/paging.js'
 import { jsonRows, type JsonRow } from './json-row-writer.js'
+import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
 
+export interface KeysetTableOptions {
+  /** Names its statements, unique to the resource. */
+  name: string
+  /** The table as the resource sees it: `knex => knex('clients').whereNull('deleted_at')`. */
+  rows: (knex: Knex) => Knex.QueryBuilder
+  /** What a row holds, as the resource's schema names it. */
+  columns: readonly (string | Knex.Raw)[]
+  /** The resource's schema: rows are written as its JSON. */
+  schema: TObject
+  /** The schemas the schema's `$ref`s name. */
+  references?: TSchema[]
+  /** What lists filter and sort on. */
+  fields: ListFields
+  /** How the fields that are not columns filter. */
+  filters?: Record<string, CustomFilter>
+  /** The id column as `rows` names it. */
+  id?: string
+}
+
+/** One page of a list: its rows, and what the `Link` to the next and the count say. */
+export interface ListPage {
+  rows: JsonRow[]
+  /** The last row's sort values (bar id), as PostgreSQL wrote them, and its id, when more follow. */
+  next?: { values: string[], id: number } | undefined
+  /** The count asked for, if any. */
+  total?: number | undefined
+}
+
+/** Values as PostgreSQL writes them: the rows are written as JSON from its text. */
+const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig
+
 /**
- * The reads every resource's table gets, prepared once: pages in id order after the id
- * `after`, each row written as JSON of the resource's schema, and one row by id. `rows` is the
- * table as the resource sees it (`knex => knex('clients').whereNull('deleted_at')`); `name`
- * names its statements, unique to the resource.
+ * The reads every resource's table gets: one row by id, and lists. A list in id order with no
+ * filter is a prepared statement (the hot path); one with filters, a sort or a count is built
+ * for its request, every value a parameter, and runs unnamed: prepared statements per
+ * connection stay the few each resource names, whatever filters callers send.
  */
-export function keysetTable<Row> (database: Database, name: string, rows: (knex: Knex) => Knex.QueryBuilder, columns: readonly string[], schema: TObject) {
-  const { knex } = database
-  const list = prepare<[after: number, limit: number], JsonRow>(database, `${name}.list`, (after, limit) =>
-    rows(knex).select(columns).where('id', '>', after).orderBy('id').limit(limit), jsonRows(schema))
-  const find = prepare<[id: number], Row>(database, `${name}.find`, id => rows(knex).select(columns).where({ id }).first())
+export function keysetTable<Row> (database: Database, options: KeysetTableOptions) {
+  const { knex, pool } = database
+  const { name, rows, columns, schema, references = [], fields, filters = {}, id = 'id' } = options
+  const plainList = prepare<[after: number, limit: number], JsonRow>(database, `${name}.list`, (after, limit) =>
+    rows(knex).select(columns).where(id, '>', after).orderBy(id).limit(limit), jsonRows(schema, references))
+  const find = prepare<[id: number], Row>(database, `${name}.find`, rowId => rows(knex).select(columns).where(id, rowId).first())
+  // Every list query selects the same columns: one row writer serves them all.
+  let toRow: ((values: (string | null)[]) => JsonRow) | undefined
+  let columnIndex: Map<string, number> | undefined
+
+  async function run (qb: Knex.QueryBuilder): Promise<(string | null)[][]> {
+    const { sql, bindings } = qb.toSQL().toNative()
+    const result = await pool.query({ text: sql, values: bindings as unknown[], rowMode: 'array', types: AS_TEXT })
+    toRow ??= jsonRows(schema, references)(result.fields)
+    columnIndex ??= new Map(result.fields.map((field, i) => [field.name, i]))
+    return result.rows as (string | null)[][]
+  }
+
+  async function count (request: ListRequest): Promise<number | undefined> {
+    if (request.count === undefined) return undefined
+    const matching = applyFilters(rows(knex), fields, request.filters, filters)
+    if (request.count === 'exact') {
+      const [{ total }] = await knex.count({ total: '*' }).from(matching.select(knex.raw('1')).as('matching')) as [{ total: string }]
+      return Number(total)
+    }
+    const { sql, bindings } = matching.select(knex.raw('1')).toSQL().toNative()
+    const result = await pool.query({ text: `explain (format json) ${sql}`, values: bindings as unknown[] })
+    const [plan] = result.rows[0]['QUERY PLAN'] as [{ Plan: { 'Plan Rows': number } }]
+    return Math.round(plan.Plan['Plan Rows'])
+  }
+
+  /** The query of a page that is not the plain list in id order. */
+  function pageQuery (request: ListRequest, keys = orderKeys(fields, id, request)): Knex.QueryBuilder {
+    return applyKeyset(applyFilters(rows(knex).select(columns), fields, request.filters, filters), keys, request.after).limit(request.limit + 1)
+  }
+
+  async function page (request: ListRequest): Promise<Omit<ListPage, 'total'>> {
+    const { limit } = request
+    if (request.filters.length === 0 && request.sort.length === 0) {
+      const found = (await plainList([request.after?.id ?? 0, limit + 1])).rows
+      if (found.length <= limit) return { rows: found }
+      found.length = limit
+      return { rows: found, next: { values: [], id: found[limit - 1]!.id } }
+    }
+    const keys = orderKeys(fields, id, request)
+    const values = await run(pageQuery(request, keys))
+    const found = values.slice(0, limit).map(row => toRow!(row))
+    if (values.length <= limit) return { rows: found }
+    const last = values[limit - 1]!
+    const sortValues = keys.slice(0, -1).map(key => last[columnIndex!.get(key.field)!]!)
+    return { rows: found, next: { values: sortValues, id: found[limit - 1]!.id } }
+  }
 
   return {
-    /** One page; one row more than the limit, which tells whether more follow (lib/http/paging.ts). */
-    async list ({ limit, after }: Page, trx: Knex = knex): Promise<JsonRow[]> {
-      return (await list([after ?? 0, limit + 1], trx)).rows
+    /** One page of a list as the request asks, and its count if asked for, both at once. */
+    async query (request: ListRequest): Promise<ListPage> {
+      const [found, total] = await Promise.all([page(request), count(request)])
+      return { ...found, total }
+    },
+
+    /** The SQL and values a page of this list runs, for EXPLAIN. */
+    pageSql (request: ListRequest): Knex.SqlNative {
+      return pageQuery(request).toSQL().toNative()
     },
 
     /** The row of this id, if any; an id past PostgreSQL's integers names none. */
-    async find (id: number, trx: Knex = knex): Promise<Row | undefined> {
-      if (id > MAX_ID) return undefined
-      return (await find([id], trx)).rows[0]
+    async find (rowId: number, trx: Knex = knex): Promise<Row | undefined> {
+      if (rowId > MAX_ID) return undefined
+      return (await find([rowId], trx)).rows[0]
     }
   }
 }

@@ -1,5 +1,6 @@
-import type { FastifyReply } from 'fastify'
-import type { JsonRow } from '../db/json-row-writer.js'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { ListPage } from '../db/keyset-table.js'
+import { makeCursor, type ListRequest } from './list-query.js'
 
 /** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
 export const MAX_ID = 2_147_483_647
@@ -12,33 +13,40 @@ export interface Page {
   after?: number | undefined
 }
 
+/** The parameters a next page's link replaces. */
+const POSITION = /^(after|cursor)(=|$)/
+
 /**
- * The page a list's query asks for. `limit` is optional in the OpenAPI document (generated
- * clients need not send it), and validation fills in its default (PageQuery).
+ * Where the next page is: a plain list's `?limit=…&after=<id>`; otherwise the request's own
+ * query string, as sent, with the position in place of its own: `after` in id order with no
+ * filter, else a `cursor` (lib/http/list-query.ts).
  */
-export function pageOf (query: { limit?: number | undefined, after?: number | undefined }): Page {
-  return { limit: query.limit!, after: query.after }
+function nextLink (request: FastifyRequest, list: ListRequest, next: NonNullable<ListPage['next']>, path: string, secret: string): string {
+  const byId = list.filters.length === 0 && list.sort.length === 0
+  if (byId && list.count === undefined) return `${path}?limit=${list.limit}&after=${next.id}`
+  const position = byId ? `after=${next.id}` : `cursor=${makeCursor(list, next.values, next.id, secret)}`
+  const query = request.url.slice(request.url.indexOf('?') + 1).split('&').filter(part => part !== '' && !POSITION.test(part))
+  return `${path}?${[...query, position].join('&')}`
+}
+
+export interface SendOptions {
+  /** The list's path, as its links name it. */
+  path: string
+  /** Signs cursors (lib/http/list-query.ts). */
+  secret: string
+  /** As the authenticated interface answers: `{ success: true, data: [...] }`. */
+  envelope?: boolean
 }
 
 /**
- * Trims rows fetched with `limit + 1` to one page; when the extra row came, the `Link`
- * header points at the next page.
+ * Sends one page of rows written as JSON (lib/db/json-row-writer.ts) as a JSON array, or as
+ * the `data` of the authenticated interface's `{ success: true, data }`; with `Link: <…>;
+ * rel="next"` when more follow and `X-Total-Count` when a count was asked for. Fastify sends
+ * a string whose content type is JSON as it is, without serializing it again.
  */
-export function page<T extends { id: number }> (rows: T[], limit: number, reply: FastifyReply, path: string): T[] {
-  if (rows.length > limit) {
-    rows.length = limit
-    reply.header('link', `<${path}?limit=${limit}&after=${rows[limit - 1]!.id}>; rel="next"`)
-  }
-  return rows
-}
-
-/**
- * Sends one page of rows written as JSON (lib/db/json-row-writer.ts), fetched with `limit + 1`,
- * as a JSON array, or as the `data` of the authenticated interface's `{ success: true, data }`,
- * with the `Link` header as `page` sets it. Fastify sends a string whose content type is
- * JSON as it is, without serializing it again.
- */
-export function sendJsonPage (rows: JsonRow[], limit: number, reply: FastifyReply, path: string, envelope = false): FastifyReply {
-  const array = `[${page(rows, limit, reply, path).map(row => row.json).join(',')}]`
-  return reply.type('application/json; charset=utf-8').send(envelope ? `{"success":true,"data":${array}}` : array)
+export function sendPage (request: FastifyRequest, reply: FastifyReply, list: ListRequest, page: ListPage, options: SendOptions): FastifyReply {
+  if (page.next) reply.header('link', `<${nextLink(request, list, page.next, options.path, options.secret)}>; rel="next"`)
+  if (page.total !== undefined) reply.header('x-total-count', String(page.total))
+  const array = `[${page.rows.map(row => row.json).join(',')}]`
+  return reply.type('application/json; charset=utf-8').send(options.envelope ? `{"success":true,"data":${array}}` : array)
 }

@@ -1,4 +1,5 @@
 import { Ajv, type AnySchema, type ErrorObject, type Options } from 'ajv'
+import type { DataValidateFunction, DataValidationCxt } from 'ajv/dist/types/index.js'
 import addFormats from 'ajv-formats'
 import type { FastifySchemaValidationError } from 'fastify'
 import type { FastifyRouteSchemaDef } from 'fastify/types/schema.js'
@@ -22,6 +23,8 @@ export function latestToday (now = Date.now()): string {
   return today
 }
 
+const DECIMAL_INTEGER = /^-?\d+$/
+
 function createAjv (options: Options): Ajv {
   const ajv = new Ajv({ allErrors: true, useDefaults: true, removeAdditional: false, ...options })
   addFormats.default(ajv)
@@ -35,10 +38,99 @@ function createAjv (options: Options): Ajv {
       return message === undefined
     }
   ajv.addKeyword({ keyword: 'x-past-date', type: 'string', errors: true, validate: pastDate })
+  // A list of values in one string, `3,5,8` (a filter's `in`): split, each value checked and
+  // coerced as its schema says, and the string replaced by the array of them. Generated
+  // clients send it as a string: inside a deepObject parameter, they send no arrays.
+  ajv.addKeyword({
+    keyword: 'x-comma-separated',
+    type: 'string',
+    modifying: true,
+    errors: true,
+    compile (items: AnySchema & { type?: string }) {
+      const check = ajv.compile({ type: 'array', items, minItems: 1, maxItems: MAX_LIST })
+      const validate: DataValidateFunction = (data: string, context?: DataValidationCxt) => {
+        const values: unknown[] = data.split(',')
+        const failure = items.type === 'integer' && values.findIndex(value => !DECIMAL_INTEGER.test(value as string))
+        const problem = typeof failure === 'number' && failure >= 0
+          ? `value ${failure + 1} must be integer`
+          : check(values) ? undefined : describe(check.errors![0]!)
+        validate.errors = problem ? [{ keyword: 'x-comma-separated', message: problem, params: {} }] : []
+        if (problem) return false
+        context!.parentData[context!.parentDataProperty] = values
+        return true
+      }
+      return validate
+    }
+  })
   return ajv
 }
 
-const DECIMAL_INTEGER = /^-?\d+$/
+/** The largest number of values a comma-separated list takes. */
+export const MAX_LIST = 100
+
+/** What is wrong with a list, from the first error of its values: `value 2 must be integer`. */
+function describe (error: ErrorObject): string {
+  if (error.keyword === 'maxItems') return `must have at most ${String(error.params.limit)} values`
+  return `value ${Number(error.instancePath.slice(1)) + 1} ${error.message}`
+}
+
+/** Path, query and header schemas are TypeBox objects; a query parameter may be an object of scalars. */
+interface QuerySchema { type?: string, properties: Record<string, QuerySchema> }
+
+/** Where a query schema holds arrays and integers: top-level parameters and their deepObject members. */
+function queryShape (schema: QuerySchema) {
+  const arrays: string[][] = []
+  const integers: string[][] = []
+  const visit = (property: QuerySchema, path: string[]) => {
+    if (property.type === 'array') arrays.push(path)
+    if (property.type === 'integer') integers.push(path)
+    if (property.type === 'object' && path.length === 1) {
+      for (const [name, member] of Object.entries(property.properties)) visit(member, [...path, name])
+    }
+  }
+  for (const [name, property] of Object.entries(schema.properties)) visit(property, [name])
+  return { arrays, integers, known: new Set(Object.keys(schema.properties)) }
+}
+
+/** The object holding the value at `path`, and the value's key in it, if the path is there. */
+function holder (data: Record<string, unknown>, path: string[]): [Record<string, unknown>, string] | undefined {
+  let object = data
+  for (const key of path.slice(0, -1)) {
+    const next = object[key]
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) return undefined
+    object = next as Record<string, unknown>
+  }
+  return [object, path.at(-1)!]
+}
+
+const error = (path: string[], keyword: string, message: string, params: Record<string, unknown> = {}): FastifySchemaValidationError =>
+  ({ keyword, instancePath: path.map(key => `/${key}`).join(''), schemaPath: '', params, message })
+
+/**
+ * Before a query string is validated: an array parameter may arrive comma-separated (OpenAPI's
+ * `form` style without explode: `sort=-dob,name`), and is split, or repeated (`sort=-dob&sort=name`,
+ * what generated clients send); integers must be plain decimal digits; and a bracketed
+ * parameter (`foo[eq]=1`, an object once parsed) must be one the schema knows, while other
+ * unknown parameters are ignored (cache-busting keeps working).
+ */
+function prepareQuery (shape: ReturnType<typeof queryShape>, data: Record<string, unknown>): FastifySchemaValidationError[] {
+  const errors: FastifySchemaValidationError[] = []
+  for (const [key, value] of Object.entries(data)) {
+    if (!shape.known.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
+      errors.push(error([], 'additionalProperties', 'is not allowed', { additionalProperty: key }))
+    }
+  }
+  for (const path of shape.arrays) {
+    const found = holder(data, path)
+    if (found && typeof found[0][found[1]] === 'string') found[0][found[1]] = (found[0][found[1]] as string).split(',')
+  }
+  for (const path of shape.integers) {
+    const found = holder(data, path)
+    const value = found?.[0][found[1]]
+    if (typeof value === 'string' && !DECIMAL_INTEGER.test(value)) errors.push(error(path, 'type', 'must be integer', { type: 'integer' }))
+  }
+  return errors
+}
 
 /**
  * Builds the validators of every route from two ajv instances: bodies are checked
@@ -58,13 +150,9 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
     if (httpPart === 'body') return exact.compile(schema)
 
     const validate = coercing.compile(schema)
-    // Path and query schemas are TypeBox objects.
-    const properties = (schema as { properties: Record<string, { type?: string }> }).properties
-    const integers = Object.keys(properties).filter(key => properties[key]!.type === 'integer')
+    const shape = queryShape(schema as QuerySchema)
     return (data: Record<string, unknown>) => {
-      const errors: FastifySchemaValidationError[] = integers
-        .filter(key => typeof data[key] === 'string' && !DECIMAL_INTEGER.test(data[key]))
-        .map(key => ({ keyword: 'type', instancePath: `/${key}`, schemaPath: '', params: { type: 'integer' }, message: 'must be integer' }))
+      const errors = prepareQuery(shape, data)
       if (errors.length > 0) return { error: errors }
       return validate(data) ? { value: data } : { error: validate.errors as FastifySchemaValidationError[] }
     }

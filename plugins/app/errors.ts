@@ -48,7 +48,8 @@ export function fieldErrors (errors: FastifySchemaValidationError[], context: st
     } else if (error.keyword === 'minLength' && error.params.limit === 1) {
       message = 'must not be empty'
     }
-    const field = path.length > 0 ? path.join('.') : context
+    // A query parameter is named as sent: `age[gte]`, `id[in][2]`.
+    const field = path.length === 0 ? context : context === 'querystring' ? path[0] + path.slice(1).map(key => `[${key}]`).join('') : path.join('.')
     fields.set(field, [...fields.get(field) ?? [], message])
   }
   return Object.fromEntries(fields)

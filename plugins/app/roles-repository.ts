@@ -2,8 +2,12 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
-import { ADMIN_ROLE, type Role } from '../../schemas/roles.js'
-import { MAX_ID, type Page } from '../../lib/http/paging.js'
+import { ADMIN_ROLE, Role, roleListFields } from '../../schemas/roles.js'
+import { NamedRef } from '../../schemas/common.js'
+import { keysetTable } from '../../lib/db/keyset-table.js'
+import { holdsFilter } from '../../lib/db/list-sql.js'
+import type { Database } from '../../lib/db/prepared-query.js'
+import { MAX_ID } from '../../lib/http/paging.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,12 +15,25 @@ declare module 'fastify' {
   }
 }
 
-function createRolesRepository (knex: Knex, cache: CallerCache, conflict: (message: string) => Error) {
-  const select = (trx: Knex) => trx('roles as r')
-    .select('r.id', 'r.name', 'r.created_at', 'r.updated_at', trx.raw(`coalesce(
+function createRolesRepository (database: Database, cache: CallerCache, conflict: (message: string) => Error) {
+  const { knex } = database
+  const columns = (trx: Knex) => ['r.id', 'r.name', 'r.created_at', 'r.updated_at', trx.raw(`coalesce(
       (select json_agg(json_build_object('id', p.id, 'name', p.name) order by p.id)
        from role_permissions rp join permissions p on p.id = rp.permission_id
-       where rp.role_id = r.id), '[]') as permissions`))
+       where rp.role_id = r.id), '[]') as permissions`)]
+  const select = (trx: Knex) => trx('roles as r').select(columns(trx))
+  const table = keysetTable<Role>(database, {
+    name: 'roles',
+    rows: trx => trx('roles as r'),
+    columns: columns(knex),
+    schema: Role,
+    references: [NamedRef],
+    fields: roleListFields,
+    id: 'r.id',
+    filters: {
+      permission: holdsFilter('select 1 from role_permissions rp join permissions p on p.id = rp.permission_id where rp.role_id = r.id and p.name = any(?::text[])')
+    }
+  })
 
   const nameTaken = (error: unknown, name: string | undefined) =>
     uniqueConflict(error, 'roles_name_unique', () => conflict(`A role named ${name} already exists`))
@@ -30,9 +47,8 @@ function createRolesRepository (knex: Knex, cache: CallerCache, conflict: (messa
   }
 
   return {
-    async list ({ limit, after }: Page, trx: Knex = knex): Promise<Role[]> {
-      return select(trx).where('r.id', '>', after ?? 0).orderBy('r.id').limit(limit + 1)
-    },
+    /** One page of a list of roles, as the request asks. */
+    query: table.query,
 
     async find (id: number, trx: Knex = knex): Promise<Role | undefined> {
       if (id > MAX_ID) return undefined
@@ -87,5 +103,5 @@ function createRolesRepository (knex: Knex, cache: CallerCache, conflict: (messa
 
 /** Data access for roles and their permissions. */
 export default fp(async (fastify) => {
-  fastify.decorate('rolesRepository', createRolesRepository(fastify.knex, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
+  fastify.decorate('rolesRepository', createRolesRepository(fastify.database, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
 }, { name: 'roles-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

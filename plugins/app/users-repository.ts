@@ -4,8 +4,11 @@ import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { emailKey } from '../../lib/auth/email.js'
 import { ADMIN_ROLE } from '../../schemas/roles.js'
-import type { User } from '../../schemas/users.js'
-import { MAX_ID, type Page } from '../../lib/http/paging.js'
+import { User, userListFields } from '../../schemas/users.js'
+import { NamedRef } from '../../schemas/common.js'
+import { keysetTable } from '../../lib/db/keyset-table.js'
+import { holdsFilter } from '../../lib/db/list-sql.js'
+import { MAX_ID } from '../../lib/http/paging.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { countAttempt, type Attempt, type AttemptCount } from './throttle.js'
 
@@ -25,11 +28,23 @@ export interface UserUpdate { name?: string | undefined, email?: string | undefi
 function createUsersRepository (database: Database, cache: CallerCache, conflict: (message: string) => Error) {
   const { knex } = database
   const live = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
-  const select = (trx: Knex) => live(trx)
-    .select('u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
+  const columns = (trx: Knex) => ['u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
       (select json_agg(json_build_object('id', r.id, 'name', r.name) order by r.id)
        from user_roles ur join roles r on r.id = ur.role_id
-       where ur.user_id = u.id), '[]') as roles`))
+       where ur.user_id = u.id), '[]') as roles`)]
+  const select = (trx: Knex) => live(trx).select(columns(trx))
+  const table = keysetTable<User>(database, {
+    name: 'users',
+    rows: live,
+    columns: columns(knex),
+    schema: User,
+    references: [NamedRef],
+    fields: userListFields,
+    id: 'u.id',
+    filters: {
+      role: holdsFilter('select 1 from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id and lower(r.name) = any(?::text[])', name => name.toLowerCase())
+    }
+  })
   // By the address's key (lib/auth/email.ts): the callers pass emailKey(address).
   const credentialsOf = (key: string) => live(knex)
     .select('u.id', 'u.password', 'u.token_generation').where('u.email_key', key)
@@ -62,9 +77,8 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
   }
 
   return {
-    async list ({ limit, after }: Page, trx: Knex = knex): Promise<User[]> {
-      return select(trx).where('u.id', '>', after ?? 0).orderBy('u.id').limit(limit + 1)
-    },
+    /** One page of a list of users, as the request asks. */
+    query: table.query,
 
     async find (id: number, trx: Knex = knex): Promise<User | undefined> {
       if (id > MAX_ID) return undefined

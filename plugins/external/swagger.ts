@@ -27,6 +27,26 @@ declare module 'fastify' {
   }
 }
 
+interface Parameter { in: string, schema?: { type?: string }, style?: string, explode?: boolean }
+interface OpenApiDocument { paths: Record<string, Record<string, { parameters?: Parameter[] }>> }
+
+/**
+ * How query parameters are sent, as lib/http/query-string.ts and lib/http/validation.ts read
+ * them: an object as `age[gte]=18` (deepObject), an array comma-separated (`sort=-dob,name`).
+ */
+function withQueryStyles<T extends OpenApiDocument> (document: T): T {
+  for (const operations of Object.values(document.paths)) {
+    for (const { parameters = [] } of Object.values(operations)) {
+      for (const parameter of parameters) {
+        if (parameter.in !== 'query') continue
+        if (parameter.schema?.type === 'object') Object.assign(parameter, { style: 'deepObject', explode: true })
+        if (parameter.schema?.type === 'array') Object.assign(parameter, { style: 'form', explode: false })
+      }
+    }
+  }
+  return document
+}
+
 /**
  * The OpenAPI 3.1 document, built from the routes' TypeBox schemas and served at
  * /documentation/json and /documentation/yaml, with a browsable page at /documentation
@@ -58,7 +78,7 @@ export default fp(async (fastify) => {
     // Shared schemas become components named by their $id (every one has one), not def-0, def-1, ...
     refResolver: { buildLocalReference: json => String(json.$id) },
     // The tags the route folders declared, in the order they were declared.
-    transformObject: document => ({ ...(document as { openapiObject: object }).openapiObject, tags })
+    transformObject: document => withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags })
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })

@@ -3,7 +3,7 @@ import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import { MAX_ID } from '../../lib/http/paging.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
-import { Student, type StudentInput } from './schema.js'
+import { Student, studentListFields, type StudentInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
 
@@ -19,7 +19,7 @@ export function studentsRepository (database: Database, conflict: (message: stri
     uniqueConflict(error, 'students_email_unique', () => conflict(`A student with e-mail ${email} already exists`))
 
   return {
-    ...keysetTable<Student>(database, 'students', knex => knex('students'), COLUMNS, Student),
+    ...keysetTable<Student>(database, { name: 'students', rows: knex => knex('students'), columns: COLUMNS, schema: Student, fields: studentListFields }),
 
     async create (input: StudentInput, trx: Knex = knex): Promise<Student> {
       try {

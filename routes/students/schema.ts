@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, errorResponses, IdParams, PageQuery, Timestamp } from '../../schemas/common.js'
+import { listQuerySchema, type ListFields } from '../../lib/http/list-query.js'
+import { AtLeastOneOf, errorResponses, IdParams, ListResponse, Timestamp } from '../../schemas/common.js'
 
 /** The writable fields of a student. */
 const studentFields = {
@@ -25,6 +26,17 @@ export const Student = Type.Object({
 }, { $id: 'Student', additionalProperties: false })
 export type Student = Static<typeof Student>
 
+/** What lists of students filter and sort on. */
+export const studentListFields: ListFields = {
+  id: { type: 'integer', column: 'id', sortable: true },
+  name: { type: 'text', column: 'name', sortable: true },
+  email: { type: 'text', column: 'email' },
+  age: { type: 'integer', column: 'age', sortable: true },
+  dob: { type: 'date', column: 'dob', sortable: true, description: 'date of birth' },
+  created_at: { type: 'timestamp', column: 'created_at', sortable: true, description: 'creation time' },
+  updated_at: { type: 'timestamp', column: 'updated_at', description: 'last update\'s time' }
+}
+
 const StudentList = Type.Array(Type.Ref(Student), { $id: 'StudentList' })
 
 export const studentSharedSchemas = [StudentInput, Student, StudentList]
@@ -43,9 +55,9 @@ export function studentSchemas (namespace: string, tag: string) {
       ...common,
       operationId: `${namespace}.index`,
       summary: 'List students',
-      description: 'Students in id order, one page at a time. When more follow, a `Link: <…>; rel="next"` header points at the next page.',
-      querystring: PageQuery,
-      response: { 200: Type.Ref(StudentList, { description: 'One page of students; `Link` points at the next' }), ...errorResponses(400) }
+      description: 'Students, filtered and sorted as asked (by default all, in id order), one page at a time. When more follow, a `Link: <…>; rel="next"` header points at the next page.',
+      querystring: listQuerySchema(studentListFields),
+      response: { 200: ListResponse(StudentList, 'One page of students'), ...errorResponses(400) }
     },
     show: {
       ...common,

@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { pageOf, sendJsonPage } from '../../lib/http/paging.js'
 import type { OpenApiTag } from '../../plugins/external/swagger.js'
 import { studentsRepository } from './repository.js'
-import { studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
+import { studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
   /** Prefix of the operation ids: `v1.students` or `students`. */
@@ -22,8 +21,8 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
-      const { limit, after } = pageOf(request.query)
-      return sendJsonPage(await students.list({ limit, after }), limit, reply, fastify.prefix)
+      const list = fastify.lists.request(studentListFields, request.query)
+      return fastify.lists.send(request, reply, list, await students.query(list), { path: fastify.prefix })
     })
 
     fastify.get('/:id', { schema: schemas.show }, async (request) => {

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { pageOf, sendJsonPage } from '../../../../lib/http/paging.js'
 import { clientsRepository } from './repository.js'
-import { clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
+import { clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
 const clients: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -10,8 +9,8 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
-    const { limit, after } = pageOf(request.query)
-    return sendJsonPage(await repository.list({ limit, after }), limit, reply, fastify.prefix, true)
+    const list = fastify.lists.request(clientListFields, request.query)
+    return fastify.lists.send(request, reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: clientSchemas.show, onRequest: fastify.can('client-list') }, async (request) => {

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
 import { MAX_ID } from '../../../../lib/http/paging.js'
-import { Client, type ClientInput } from './schema.js'
+import { Client, clientListFields, type ClientInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const
 
@@ -12,7 +12,7 @@ export function clientsRepository (database: Database) {
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
 
   return {
-    ...keysetTable<Client>(database, 'clients', live, COLUMNS, Client),
+    ...keysetTable<Client>(database, { name: 'clients', rows: live, columns: COLUMNS, schema: Client, fields: clientListFields }),
 
     async create (input: ClientInput, trx: Knex = knex): Promise<Client> {
       const [client] = await trx('clients').insert(input).returning(COLUMNS)

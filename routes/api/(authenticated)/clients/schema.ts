@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery, Timestamp } from '../../../../schemas/common.js'
+import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse, Timestamp } from '../../../../schemas/common.js'
 
 export const clientFields = {
   name: Type.String({ minLength: 1, maxLength: 255, example: 'Acme Sp. z o.o.' }),
@@ -21,6 +22,19 @@ export const Client = Type.Object({
 }, { $id: 'Client', additionalProperties: false })
 export type Client = Static<typeof Client>
 
+/** What lists of clients filter and sort on. */
+export const clientListFields: ListFields = {
+  id: { type: 'integer', column: 'id', sortable: true },
+  name: { type: 'text', column: 'name', sortable: true },
+  vat_number: { type: 'text', column: 'vat_number', description: 'VAT number' },
+  street: { type: 'text', column: 'street' },
+  city: { type: 'text', column: 'city', sortable: true },
+  post_code: { type: 'text', column: 'post_code' },
+  email: { type: 'text', column: 'email' },
+  created_at: { type: 'timestamp', column: 'created_at', sortable: true, description: 'creation time' },
+  updated_at: { type: 'timestamp', column: 'updated_at', description: 'last update\'s time' }
+}
+
 const ClientEnvelope = (description: string) => Envelope(Type.Ref(Client), { description })
 /** The OpenAPI tag of every client operation. */
 export const clientsTag = { name: 'clients', description: 'Clients, behind the client-* permissions' }
@@ -31,9 +45,9 @@ export const clientSchemas = {
     ...auth,
     operationId: 'clients.index',
     summary: 'List clients',
-    description: 'In id order, `limit` at a time (default 100, at most 1000) after the id `after`; needs client-list.',
-    querystring: PageQuery,
-    response: { 200: Envelope(Type.Array(Type.Ref(Client)), { description: 'One page of clients; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
+    description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs client-list.',
+    querystring: listQuerySchema(clientListFields),
+    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Client))), 'One page of clients'), ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,

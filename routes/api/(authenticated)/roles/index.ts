@@ -1,8 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
-import { page, pageOf } from '../../../../lib/http/paging.js'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
-import { ADMIN_ROLE } from '../../../../schemas/roles.js'
+import { ADMIN_ROLE, roleListFields } from '../../../../schemas/roles.js'
 import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
 /**
@@ -33,8 +32,8 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   fastify.get('/', { schema: roleSchemas.index, onRequest: fastify.can('role-list') }, async (request, reply) => {
-    const { limit, after } = pageOf(request.query)
-    return { success: true as const, data: page(await repository.list({ limit, after }), limit, reply, fastify.prefix) }
+    const list = fastify.lists.request(roleListFields, request.query)
+    return fastify.lists.send(request, reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: roleSchemas.show, onRequest: fastify.can('role-list') }, async (request) => {

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery } from '../../../../schemas/common.js'
-import { Role } from '../../../../schemas/roles.js'
+import { listQuerySchema } from '../../../../lib/http/list-query.js'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse } from '../../../../schemas/common.js'
+import { Role, roleListFields } from '../../../../schemas/roles.js'
 
 export const roleFields = {
   name: Type.String({ minLength: 1, maxLength: 255, description: 'Unique without regard to case', example: 'Editor' }),
@@ -22,9 +23,9 @@ export const roleSchemas = {
     ...auth,
     operationId: 'roles.index',
     summary: 'List roles',
-    description: 'In id order, `limit` at a time (default 100, at most 1000) after the id `after`; needs role-list.',
-    querystring: PageQuery,
-    response: { 200: Envelope(Type.Array(Type.Ref(Role)), { description: 'One page of roles; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
+    description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs role-list.',
+    querystring: listQuerySchema(roleListFields),
+    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Role))), 'One page of roles'), ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
-import { page, pageOf } from '../../../../lib/http/paging.js'
 import { confirmedPassword } from '../../../../lib/auth/passwords.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
+import { userListFields } from '../../../../schemas/users.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
 /**
@@ -48,8 +48,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   fastify.get('/', { schema: userSchemas.index, onRequest: fastify.can('user-list') }, async (request, reply) => {
-    const { limit, after } = pageOf(request.query)
-    return { success: true as const, data: page(await usersRepository.list({ limit, after }), limit, reply, fastify.prefix) }
+    const list = fastify.lists.request(userListFields, request.query)
+    return fastify.lists.send(request, reply, list, await usersRepository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: userSchemas.show, onRequest: fastify.can('user-list') }, async (request) => {

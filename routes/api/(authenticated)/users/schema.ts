@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery } from '../../../../schemas/common.js'
-import { User, userFields } from '../../../../schemas/users.js'
+import { listQuerySchema } from '../../../../lib/http/list-query.js'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse } from '../../../../schemas/common.js'
+import { User, userFields, userListFields } from '../../../../schemas/users.js'
 
 const roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
   uniqueItems: true, maxItems: 100, description: 'The names of the user\'s roles', example: ['User']
@@ -36,9 +37,9 @@ export const userSchemas = {
     ...auth,
     operationId: 'users.index',
     summary: 'List users',
-    description: 'In id order, `limit` at a time (default 100, at most 1000) after the id `after`; needs user-list.',
-    querystring: PageQuery,
-    response: { 200: Envelope(Type.Array(Type.Ref(User)), { description: 'One page of users; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
+    description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs user-list.',
+    querystring: listQuerySchema(userListFields),
+    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(User))), 'One page of users'), ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { pageOf, sendJsonPage } from '../../../../../../lib/http/paging.js'
 import { notesRepository } from './repository.js'
-import { noteSchemas, noteSharedSchemas, notesTag } from './schema.js'
+import { noteListFields, noteSchemas, noteSharedSchemas, notesTag } from './schema.js'
 
 /** `/api/notes`: the resource docs/adding-a-resource.md adds, behind the note-* permissions. */
 const notes: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -10,8 +9,8 @@ const notes: FastifyPluginAsyncTypebox = async (fastify) => {
   const notFound = (id: number) => fastify.httpErrors.notFound(`Note ${id} not found`)
 
   fastify.get('/', { schema: noteSchemas.index, onRequest: fastify.can('note-list') }, async (request, reply) => {
-    const { limit, after } = pageOf(request.query)
-    return sendJsonPage(await repository.list({ limit, after }), limit, reply, fastify.prefix, true)
+    const list = fastify.lists.request(noteListFields, request.query)
+    return fastify.lists.send(request, reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: noteSchemas.show, onRequest: fastify.can('note-list') }, async (request) => {

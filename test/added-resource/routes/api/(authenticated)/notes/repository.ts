@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { keysetTable } from '../../../../../../lib/db/keyset-table.js'
 import type { Database } from '../../../../../../lib/db/prepared-query.js'
 import { MAX_ID } from '../../../../../../lib/http/paging.js'
-import { Note, type NoteInput } from './schema.js'
+import { Note, noteListFields, type NoteInput } from './schema.js'
 
 const COLUMNS = ['id', 'title', 'pinned', 'created_at', 'updated_at'] as const
 
@@ -10,7 +10,7 @@ const COLUMNS = ['id', 'title', 'pinned', 'created_at', 'updated_at'] as const
 export function notesRepository (database: Database) {
   const { knex } = database
   return {
-    ...keysetTable<Note>(database, 'notes', knex => knex('notes'), COLUMNS, Note),
+    ...keysetTable<Note>(database, { name: 'notes', rows: knex => knex('notes'), columns: COLUMNS, schema: Note, fields: noteListFields }),
 
     async create (input: NoteInput, trx: Knex = knex): Promise<Note> {
       const [note] = await trx('notes').insert(input).returning(COLUMNS)

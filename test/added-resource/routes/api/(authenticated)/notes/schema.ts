@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, PageQuery, Timestamp } from '../../../../../../schemas/common.js'
+import { listQuerySchema, type ListFields } from '../../../../../../lib/http/list-query.js'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse, Timestamp } from '../../../../../../schemas/common.js'
 
 export const noteFields = {
   title: Type.String({ minLength: 1, maxLength: 200, example: 'Call Acme' }),
@@ -17,6 +18,14 @@ export const Note = Type.Object({
 }, { $id: 'Note', additionalProperties: false })
 export type Note = Static<typeof Note>
 
+/** What lists of notes filter and sort on. */
+export const noteListFields: ListFields = {
+  id: { type: 'integer', column: 'id', sortable: true },
+  title: { type: 'text', column: 'title', sortable: true },
+  pinned: { type: 'boolean', column: 'pinned', sortable: true },
+  created_at: { type: 'timestamp', column: 'created_at', sortable: true, description: 'creation time' }
+}
+
 /** The OpenAPI tag of every note operation. */
 export const notesTag = { name: 'notes', description: 'Notes, behind the note-* permissions' }
 const auth = { tags: [notesTag.name], security: [{ bearerAuth: [] }] }
@@ -27,9 +36,9 @@ export const noteSchemas = {
     ...auth,
     operationId: 'notes.index',
     summary: 'List notes',
-    description: 'In id order, `limit` at a time after the id `after`; needs note-list.',
-    querystring: PageQuery,
-    response: { 200: Envelope(Type.Array(Type.Ref(Note)), { description: 'One page of notes; `Link` points at the next' }), ...errorResponses(400, 401, 403) }
+    description: 'Filtered and sorted as asked, `limit` at a time; needs note-list.',
+    querystring: listQuerySchema(noteListFields),
+    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Note))), 'One page of notes'), ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,

@@ -1,0 +1,201 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { Type, type TSchema } from '@sinclair/typebox'
+import { InvalidFields } from './invalid-fields.js'
+import { MAX_LIST } from './validation.js'
+import { DEFAULT_PAGE, MAX_ID, MAX_PAGE } from './paging.js'
+
+/** The types a list's fields are filtered and sorted as. */
+export type FieldType = 'integer' | 'text' | 'date' | 'timestamp' | 'boolean'
+
+export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'starts_with'] as const
+export type Operator = typeof OPERATORS[number]
+
+/** What a list offers of one field: filters on it, and sorting by it if `sortable`. */
+export interface ListField {
+  type: FieldType
+  /** The SQL column it filters and sorts on, as the list's query names it (`u.name`). */
+  column: string
+  sortable?: boolean
+  /** Only these operators (a field that is not a column, as a user's `role`). */
+  operators?: readonly Operator[]
+  /** What the field is, for the OpenAPI document, when its name does not say it. */
+  description?: string
+}
+
+export type ListFields = Record<string, ListField>
+
+/** One condition of a list's query: `age[gte]=18`. `in` carries a list of values. */
+export interface Filter {
+  field: string
+  operator: Operator
+  value: string | number | string[] | number[]
+}
+
+export interface SortKey {
+  field: string
+  descending: boolean
+}
+
+/** A list's query, validated: what `keysetTable(...).query` runs. */
+export interface ListRequest {
+  limit: number
+  filters: Filter[]
+  /**
+   * The order asked for, ending at `id` if it holds it; rows tied on all of it follow in id
+   * order, in the direction of its last key. Empty: id order.
+   */
+  sort: SortKey[]
+  /** The sort values (bar id) of the last row of the previous page, as PostgreSQL wrote them, and its id. */
+  after?: { values: string[], id: number } | undefined
+  count?: 'exact' | 'estimated' | undefined
+}
+
+const INT_MIN = -2_147_483_648
+
+/** PostgreSQL knows no year 0; text with a NUL it cannot store. */
+const VALUES: Record<FieldType, () => TSchema> = {
+  integer: () => Type.Integer({ minimum: INT_MIN, maximum: MAX_ID }),
+  text: () => Type.String({ maxLength: 255, pattern: '^[^\\u0000]*$' }),
+  date: () => Type.String({ format: 'date', pattern: '^(?!0000)', example: '2001-09-30' }),
+  timestamp: () => Type.String({ format: 'date-time', pattern: '^(?!0000)', example: '2026-11-22T09:30:00.000Z' }),
+  boolean: () => Type.Boolean()
+}
+
+const COMPARISONS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in'] as const
+const TEXT_SEARCH = ['contains', 'starts_with'] as const
+
+function operatorsOf (field: ListField): readonly Operator[] {
+  if (field.operators) return field.operators
+  if (field.type === 'boolean') return ['eq', 'ne']
+  return field.type === 'text' ? [...COMPARISONS, ...TEXT_SEARCH] : COMPARISONS
+}
+
+const OPERATOR_DESCRIPTIONS: Record<Operator, string> = {
+  eq: 'equal to',
+  ne: 'not equal to',
+  gt: 'greater than',
+  gte: 'greater than or equal to',
+  lt: 'less than',
+  lte: 'less than or equal to',
+  in: `equal to one of these (comma-separated, at most ${MAX_LIST})`,
+  contains: 'contains this, without regard to case',
+  starts_with: 'starts with this, without regard to case'
+}
+
+/** The query parameter of one field: an object of its operators, sent as `name[gte]=18` (deepObject). */
+function filterParameter (name: string, field: ListField): TSchema {
+  const operators = operatorsOf(field)
+  const properties = Object.fromEntries(operators.map(operator => {
+    const value = VALUES[field.type]()
+    // lib/http/validation.ts splits, checks and coerces the values of `in`.
+    const schema = operator === 'in'
+      ? Type.String({ 'x-comma-separated': value, description: OPERATOR_DESCRIPTIONS.in })
+      : { ...value, description: OPERATOR_DESCRIPTIONS[operator] }
+    return [operator, Type.Optional(schema)]
+  }))
+  return Type.Optional(Type.Object(properties, {
+    additionalProperties: false,
+    description: `Filters on \`${name}\`${field.description ? ` (${field.description})` : ''}: ${operators.map(operator => `\`${name}[${operator}]\``).join(', ')}. Several combine with AND.`
+  }))
+}
+
+/** The values `sort` takes: each sortable field, and with a leading `-` for descending order. */
+export function sortValues (fields: ListFields): string[] {
+  return Object.keys(fields).filter(name => fields[name]!.sortable).flatMap(name => [name, `-${name}`])
+}
+
+/**
+ * The query string of a list: paging, `sort`, `count`, `cursor`, and a filter parameter per
+ * field. Arrays are sent comma-separated (lib/http/validation.ts splits them).
+ */
+export function listQuerySchema (fields: ListFields) {
+  const sortable = sortValues(fields)
+  return Type.Object({
+    limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'How many records at the most' })),
+    after: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ID, description: 'In id order (no `sort`): the records whose id is greater than this (keyset paging)' })),
+    cursor: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page begins: the value the previous page\'s `Link: <…>; rel="next"` carries. Only valid with the same filters and sort.' })),
+    sort: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: sortable }), {
+      minItems: 1,
+      maxItems: sortable.length / 2,
+      uniqueItems: true,
+      description: 'The order, comma-separated (`-dob,name`); a leading `-` sorts descending. Records tied on every field given follow in id order, in the direction of the last. Without it, id order.'
+    })),
+    count: Type.Optional(Type.Unsafe<'exact' | 'estimated'>({
+      type: 'string',
+      enum: ['exact', 'estimated'],
+      description: 'Adds `X-Total-Count`, the number of records matching the filters: `exact` counts them (its cost grows with their number), `estimated` takes PostgreSQL\'s planner\'s estimate (fast at any size, off by up to tens of percent).'
+    })),
+    ...Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, filterParameter(name, field)]))
+  })
+}
+
+/** What a list's query string holds, once validated. */
+export type ListQuery = Record<string, unknown> & { limit?: number, after?: number, cursor?: string, sort?: string[], count?: 'exact' | 'estimated' }
+
+/**
+ * The list's request from its validated query string. A cursor is signed with `secret`: one
+ * that was altered, or made for other filters or another sort, gets 400.
+ */
+export function listRequest (fields: ListFields, query: ListQuery, secret: string): ListRequest {
+  const filters: Filter[] = []
+  for (const [name, field] of Object.entries(fields)) {
+    const operators = query[name] as Record<string, Filter['value']> | undefined
+    if (operators === undefined) continue
+    for (const operator of operatorsOf(field)) {
+      const value = operators[operator]
+      if (value !== undefined) filters.push({ field: name, operator, value })
+    }
+  }
+  const sort = (query.sort ?? []).map(value => value.startsWith('-')
+    ? { field: value.slice(1), descending: true }
+    : { field: value, descending: false })
+  // Ids are unique: what follows id in the order never matters.
+  const byId = sort.findIndex(key => key.field === 'id')
+  if (byId >= 0) sort.length = byId + 1
+  // Validation fills in the default limit.
+  const request: ListRequest = { limit: query.limit!, filters, sort, count: query.count }
+  if (query.cursor !== undefined && query.after !== undefined) {
+    throw new InvalidFields({ cursor: ['cannot be given with after'] })
+  }
+  if (query.after !== undefined) {
+    if (sort.length > 0) throw new InvalidFields({ after: ['is for id order: with sort, follow the cursor of the Link header'] })
+    request.after = { values: [], id: query.after }
+  }
+  if (query.cursor !== undefined) request.after = openCursor(query.cursor, request, secret)
+  return request
+}
+
+/** What identifies a list's filters and sort: a cursor is valid for these only. */
+function fingerprint ({ filters, sort }: ListRequest): string {
+  return JSON.stringify([filters.map(({ field, operator, value }) => [field, operator, value]), sort.map(({ field, descending }) => [field, descending])])
+}
+
+/** The key cursors are signed with, derived from JWT_SECRET: every instance of a deployment accepts the others'. */
+export function cursorSecret (jwtSecret: string): string {
+  return createHmac('sha256', jwtSecret).update('list cursors').digest('hex')
+}
+
+function signature (payload: string, secret: string): Buffer {
+  return createHmac('sha256', secret).update('list cursor\n').update(payload).digest().subarray(0, 16)
+}
+
+/** The cursor of the page after a row whose sort values (bar id) and id these are. */
+export function makeCursor (request: ListRequest, values: string[], id: number, secret: string): string {
+  const payload = JSON.stringify([values, id])
+  return Buffer.from(payload).toString('base64url') + signature(`${fingerprint(request)}\n${payload}`, secret).toString('base64url')
+}
+
+/** The signature's 16 bytes in base64url. */
+const SIGNATURE_LENGTH = 22
+
+function openCursor (cursor: string, request: ListRequest, secret: string): ListRequest['after'] {
+  const payload = Buffer.from(cursor.slice(0, -SIGNATURE_LENGTH), 'base64url').toString()
+  const given = Buffer.from(cursor.slice(-SIGNATURE_LENGTH), 'base64url')
+  const expected = signature(`${fingerprint(request)}\n${payload}`, secret)
+  if (cursor.length <= SIGNATURE_LENGTH || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new InvalidFields({ cursor: ['is not a cursor of this list with these filters and sort: follow the Link header'] })
+  }
+  // Signed by this service for this very filters and sort: its form is the one makeCursor wrote.
+  const [values, id] = JSON.parse(payload) as [string[], number]
+  return { values, id }
+}

@@ -1,0 +1,182 @@
+import t, { type Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { build } from '../../helper.js'
+
+interface Student { id: number, name: string, email: string, age: number, dob: string, created_at: string }
+
+const PEOPLE = [
+  { name: 'Ada Lovelace', age: 36, dob: '1815-12-10' },
+  { name: 'Grace Hopper', age: 85, dob: '1906-12-09' },
+  { name: 'Alan Turing', age: 41, dob: '1912-06-23' },
+  { name: 'Edsger Dijkstra', age: 72, dob: '1930-05-11' },
+  { name: 'Barbara Liskov', age: 18, dob: '1939-11-07' },
+  { name: 'adam 100%_sure', age: 29, dob: '1990-01-01' },
+  { name: 'Ada Yonath', age: 29, dob: '1939-06-22' }
+]
+
+async function seed (app: FastifyInstance): Promise<Student[]> {
+  const students: Student[] = []
+  for (const [i, person] of PEOPLE.entries()) {
+    const res = await app.inject({ method: 'POST', url: '/students', payload: { ...person, email: `p${i}@Example.com` } })
+    students.push(res.json())
+  }
+  return students
+}
+
+const get = async (app: FastifyInstance, url: string) => {
+  const res = await app.inject({ url })
+  return { status: res.statusCode, body: res.json(), headers: res.headers }
+}
+const names = (body: Student[]) => body.map(student => student.name)
+
+/** Every page of a list, following its `Link` headers. */
+async function allPages (t: Test, app: FastifyInstance, url: string): Promise<Student[]> {
+  const rows: Student[] = []
+  let next: string | undefined = url
+  while (next) {
+    const res = await get(app, next)
+    t.equal(res.status, 200, next)
+    rows.push(...res.body)
+    next = /<([^>]+)>; rel="next"/.exec(String(res.headers.link ?? ''))?.[1]
+  }
+  return rows
+}
+
+t.test('filters, in the deepObject style, on both variants', async t => {
+  const app = await build(t)
+  const students = await seed(app)
+  for (const base of ['/students', '/api/v1/students']) {
+    t.test(`${base}: each operator keeps the records it names`, async t => {
+      t.same(names((await get(app, `${base}?age[gte]=29&age[lt]=41`)).body), ['Ada Lovelace', 'adam 100%_sure', 'Ada Yonath'], 'a range, both ends')
+      t.same(names((await get(app, `${base}?age[eq]=29`)).body), ['adam 100%_sure', 'Ada Yonath'], 'eq')
+      t.same((await get(app, `${base}?age[ne]=29`)).body.length, 5, 'ne')
+      t.same(names((await get(app, `${base}?age[gt]=72`)).body), ['Grace Hopper'], 'gt')
+      t.same(names((await get(app, `${base}?age[lte]=18`)).body), ['Barbara Liskov'], 'lte')
+      t.same(names((await get(app, `${base}?name[contains]=ADA`)).body), ['Ada Lovelace', 'adam 100%_sure', 'Ada Yonath'], 'contains, in any case')
+      t.same(names((await get(app, `${base}?name[starts_with]=ada%20`)).body), ['Ada Lovelace', 'Ada Yonath'], 'starts_with, in any case')
+      t.same(names((await get(app, `${base}?name[contains]=0%25_`)).body), ['adam 100%_sure'], '% and _ match themselves')
+      t.same(names((await get(app, `${base}?name[contains]=%25`)).body), ['adam 100%_sure'], 'a lone % is no wildcard')
+      t.same(names((await get(app, `${base}?email[eq]=p1@Example.com`)).body), ['Grace Hopper'], 'email eq')
+      t.same(names((await get(app, `${base}?id[in]=${students[2]!.id},${students[4]!.id},999999`)).body), ['Alan Turing', 'Barbara Liskov'], 'in, comma-separated')
+      t.same(names((await get(app, `${base}?dob[lt]=1910-01-01`)).body), ['Ada Lovelace', 'Grace Hopper'], 'a date')
+      t.same(names((await get(app, `${base}?age[gte]=29&name[starts_with]=ada`)).body), ['Ada Lovelace', 'adam 100%_sure', 'Ada Yonath'], 'several fields combine with AND')
+      t.same(names((await get(app, `${base}?age%5Beq%5D=85`)).body), ['Grace Hopper'], 'brackets percent-encoded')
+    })
+  }
+
+  t.test('a record\'s timestamp as shown finds it; gt that value leaves it out', async t => {
+    const shown = students[3]!.created_at
+    t.same(names((await get(app, `/students?created_at[eq]=${shown}`)).body), ['Edsger Dijkstra'])
+    t.notOk(names((await get(app, `/students?created_at[gt]=${shown}`)).body).includes('Edsger Dijkstra'))
+    t.ok(names((await get(app, `/students?created_at[lte]=${shown}`)).body).includes('Edsger Dijkstra'))
+    t.notOk(names((await get(app, `/students?created_at[ne]=${shown}`)).body).includes('Edsger Dijkstra'))
+    t.same(names((await get(app, `/students?created_at[in]=${shown},2001-01-01T00:00:00Z`)).body), ['Edsger Dijkstra'])
+  })
+})
+
+t.test('sorting, with ties in id order, over every page', async t => {
+  const app = await build(t)
+  const students = await seed(app)
+  const byId = (a: Student, b: Student) => a.id - b.id
+
+  t.test('descending date of birth, two a page', async t => {
+    const rows = await allPages(t, app, '/students?sort=-dob&limit=2')
+    t.same(rows.map(s => s.id), [...students].sort((a, b) => b.dob.localeCompare(a.dob) || b.id - a.id).map(s => s.id))
+  })
+  t.test('age, then name descending, one a page', async t => {
+    const rows = await allPages(t, app, '/api/v1/students?sort=age,-name&limit=1')
+    t.same(rows.map(s => s.id), [...students].sort((a, b) => a.age - b.age || (a.name < b.name ? 1 : a.name > b.name ? -1 : 0) || byId(a, b)).map(s => s.id))
+  })
+  t.test('ties on age follow in id order', async t => {
+    const rows = await allPages(t, app, '/students?sort=age&age[eq]=29&limit=1')
+    t.same(rows.map(s => s.id), students.filter(s => s.age === 29).map(s => s.id).sort((a, b) => a - b))
+  })
+  t.test('a filtered, sorted list\'s next link keeps its filters and carries a cursor', async t => {
+    const res = await get(app, '/students?age[gte]=20&sort=-age&limit=2&_=cache-buster')
+    t.same(names(res.body), ['Grace Hopper', 'Edsger Dijkstra'])
+    t.match(res.headers.link, /^<\/students\?age\[gte\]=20&sort=-age&limit=2&_=cache-buster&cursor=[\w-]+>; rel="next"$/)
+  })
+  t.test('sort=-id is id order, backwards', async t => {
+    const rows = await allPages(t, app, '/students?sort=-id&limit=3')
+    t.same(rows.map(s => s.id), students.map(s => s.id).reverse())
+  })
+})
+
+t.test('counts, only when asked', async t => {
+  const app = await build(t)
+  await seed(app)
+  const plain = await get(app, '/students?limit=2')
+  t.equal(plain.headers['x-total-count'], undefined, 'no count unless asked')
+  const exact = await get(app, '/students?limit=2&count=exact&age[gte]=29')
+  t.equal(exact.headers['x-total-count'], '6', 'exact: every record matching, not the page')
+  t.equal(exact.body.length, 2)
+  const estimated = await get(app, '/api/v1/students?count=estimated')
+  t.match(estimated.headers['x-total-count'], /^\d+$/, 'estimated: a number')
+  const counted = await get(app, '/students?count=exact&&limit=2')
+  t.match(counted.headers.link, /^<\/students\?count=exact&limit=2&after=\d+>; rel="next"$/, 'a counted plain list links on with after, and the count')
+  const none = await get(app, '/students?count=exact&name[eq]=nobody')
+  t.equal(none.headers['x-total-count'], '0')
+})
+
+t.test('bad filters, sorts and cursors are 400 naming the parameter; plain unknown parameters are ignored', async t => {
+  const app = await build(t)
+  const students = await seed(app)
+  const bad: [string, string][] = [
+    ['age[gte]=old', 'age[gte]'],
+    ['age[gte]=1e3', 'age[gte]'],
+    ['age[gte]=2147483648', 'age[gte]'],
+    ['dob[eq]=1815-13-10', 'dob[eq]'],
+    ['dob[eq]=0000-01-01', 'dob[eq]'],
+    ['created_at[gt]=yesterday', 'created_at[gt]'],
+    ['age[between]=1', 'age[between]'],
+    ['age[contains]=3', 'age[contains]'],
+    ['colour[eq]=red', 'colour'],
+    ['id[in]=1,x', 'id[in]'],
+    [`id[in]=${Array.from({ length: 101 }, (_, i) => i).join(',')}`, 'id[in]'],
+    ['name[eq][deeper]=x', 'name[eq]'],
+    ['name[eq]=a%00b', 'name[eq]'],
+    ['sort=colour', 'sort[0]'],
+    ['sort=email', 'sort[0]'],
+    ['sort=name,name', 'sort'],
+    ['count=roughly', 'count'],
+    ['sort=name&after=3', 'after'],
+    ['cursor=abc', 'cursor'],
+    ['after=3&cursor=abcdefghijklmnopqrstuvwxyz0123456789', 'cursor'],
+    ['cursor=$$$', 'cursor']
+  ]
+  for (const [query, parameter] of bad) {
+    const res = await app.inject({ url: `/students?${query}` })
+    t.equal(res.statusCode, 400, query)
+    t.match(res.json(), { success: false, statusCode: 400, data: { [parameter]: [String] } }, `${query} names ${parameter}`)
+  }
+  const listed: [string, string][] = [
+    ['id[in]=1,x', 'value 2 must be integer'],
+    ['id[in]=1,1e3', 'value 2 must be integer'],
+    ['id[in]=1,2147483648', 'value 2 must be <= 2147483647'],
+    ['dob[in]=2000-01-01,2000-02-30', 'value 2 must match format "date"'],
+    [`id[in]=${Array.from({ length: 101 }, (_, i) => i).join(',')}`, 'must have at most 100 values']
+  ]
+  for (const [query, problem] of listed) {
+    const res = await app.inject({ url: `/students?${query}` })
+    t.same(res.json().data, { [query.slice(0, query.indexOf('='))]: [problem] }, `${query.slice(0, 40)}: ${problem}`)
+  }
+  const ignored = await get(app, '/students?colour=red&utm_source=x&_=1&_=2')
+  t.equal(ignored.status, 200, 'plain unknown parameters are ignored')
+  t.equal(ignored.body.length, students.length)
+})
+
+t.test('a cursor holds for the filters and sort it was made for only', async t => {
+  const app = await build(t)
+  await seed(app)
+  const first = await get(app, '/students?sort=name&age[gte]=20&limit=2')
+  const cursor = /cursor=([\w-]+)/.exec(String(first.headers.link))![1]!
+  t.equal((await get(app, `/students?sort=name&age[gte]=20&limit=2&cursor=${cursor}`)).status, 200, 'the same filters and sort, as the link has them')
+  t.equal((await get(app, `/students?age[gte]=20&limit=5&sort=name&cursor=${cursor}`)).status, 200, 'in another order, and another limit')
+  for (const other of ['sort=-name&age[gte]=20', 'sort=name&age[gte]=21', 'sort=name', 'age[gte]=20']) {
+    const res = await get(app, `/students?${other}&cursor=${cursor}`)
+    t.equal(res.status, 400, other)
+    t.match(res.body, { data: { cursor: [String] } })
+  }
+  const tampered = cursor.slice(0, 3) + (cursor[3] === 'A' ? 'B' : 'A') + cursor.slice(4)
+  t.equal((await get(app, `/students?sort=name&age[gte]=20&cursor=${tampered}`)).status, 400, 'an altered cursor')
+})

@@ -12,6 +12,8 @@ import pg from 'pg'
 import { barChart } from './chart.js'
 import { benchDatabase, start, stop, type Server } from './harness.js'
 import { measure, median, pairedRatio, type Measured, type Request } from './load.js'
+import { cursorSecret, listRequest, makeCursor } from '../lib/http/list-query.js'
+import { studentListFields } from '../routes/students/schema.js'
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3)
@@ -20,6 +22,7 @@ const CONNECTIONS = 50
 const OUT = path.resolve(process.env.BENCH_OUT ?? 'bench/results')
 const STUDENTS = 10_000
 const CLIENTS = 1_000
+const MILLION = 1_000_000
 /** The service answering student GETs by id in the authenticated GET's rounds, for the ratio between the two. */
 const UNAUTHENTICATED = 'service, student GET by id, same rounds'
 /** The second ceiling: node:http with postgres.js, for the student routes. */
@@ -134,6 +137,41 @@ try {
     results.push({ scenario: name, target: 'service', figures: figures! })
     console.error(`${name} · service: ${Math.round(figures!.requestsPerSecond)} req/s`)
   }
+
+  // Lists at a million students: the rows seeded so far and 990,000 more, analyzed. Each list
+  // is held to the plain page of 100 measured in the same rounds.
+  const million = ['million: plain page of 100', 'million: filtered and sorted page', 'million: name contains', 'million: page 5,000 of a sorted list', 'million: first page of a sorted list', 'million: count=estimated', 'million: count=exact']
+  if (million.some(chosen)) {
+    await db.query(`insert into students (name, email, age, dob)
+      select 'Student ' || md5(g::text), 'million' || g || '@example.com', 18 + g % 60, date '1950-01-01' + g % 20000
+      from generate_series(1, ${MILLION - STUDENTS}) g`)
+    await db.query('analyze students')
+    const { rows: [{ count }] } = await db.query('select count(*)::int as count from students')
+    // Page 5,000 of `sort=-dob`, 100 a page: the cursor after row 499,900, made as the service makes them.
+    const sorted = listRequest(studentListFields, { sort: ['-dob'], limit: 100 }, '')
+    const { rows: [deep] } = await db.query('select dob::text as dob, id from students order by dob desc, id desc offset 499899 limit 1')
+    const cursor = makeCursor(sorted, [deep.dob], deep.id, cursorSecret(env.JWT_SECRET!))
+    const maxId = Number((await db.query('select max(id) as max from students')).rows[0].max)
+    const plainPage = (): Request => ({ method: 'GET', path: `/students?limit=100&after=${randomId(maxId - 1000)}` })
+    const syllable = () => Math.floor(Math.random() * 4096).toString(16).padStart(3, '0')
+    const lists: { name: string, next: () => Request }[] = [
+      { name: 'million: filtered and sorted page', next: () => ({ method: 'GET', path: '/students?age[gte]=20&sort=-dob&limit=100' }) },
+      { name: 'million: name contains', next: () => ({ method: 'GET', path: `/students?name[contains]=${syllable()}&limit=100` }) },
+      { name: 'million: page 5,000 of a sorted list', next: () => ({ method: 'GET', path: `/students?sort=-dob&limit=100&cursor=${cursor}` }) },
+      { name: 'million: first page of a sorted list', next: () => ({ method: 'GET', path: '/students?sort=-dob&limit=100' }) },
+      { name: 'million: count=estimated', next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(maxId - 1000)}&count=estimated` }) },
+      { name: 'million: count=exact', next: () => ({ method: 'GET', path: '/students?age[gte]=20&limit=100&count=exact' }) }
+    ]
+    console.error(`${count} students; measuring the lists`)
+    const figures = await measure([
+      { url: service.url, pid: service.process.pid!, next: plainPage },
+      ...lists.map(list => ({ url: service.url, pid: service.process.pid!, next: list.next }))
+    ], plainPage, opts)
+    for (const [i, name] of [million[0]!, ...lists.map(list => list.name)].entries()) {
+      results.push({ scenario: name, target: 'service', figures: figures[i]! })
+      console.error(`${name} · service: ${Math.round(figures[i]!.requestsPerSecond)} req/s`)
+    }
+  }
   await db.end()
 
   // The table, with each rate's ratio to the ceiling's and the peer's: measured in the same
@@ -164,13 +202,22 @@ try {
     const [ra, rb] = [rounds(scenario, a), rounds(scenario, b)]
     return ra && rb?.length ? pairedRatio(ra, rb) : undefined
   }
+  const pairedRounds = (a: string, b: string) => {
+    const [ra, rb] = [find(a, 'service')?.rounds, find(b, 'service')?.rounds]
+    return ra && rb?.length ? pairedRatio(ra, rb) : undefined
+  }
   const derived = {
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
     'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
     '2 workers ÷ 1 process, student GET by id': paired('student GET by id', 'service, 2 workers', 'service'),
-    '2 workers ÷ 1 process, authenticated GET': paired('client GET by id (auth)', 'service, 2 workers', 'service')
+    '2 workers ÷ 1 process, authenticated GET': paired('client GET by id (auth)', 'service, 2 workers', 'service'),
+    'million: filtered and sorted page ÷ plain page': pairedRounds('million: filtered and sorted page', 'million: plain page of 100'),
+    'million: name contains ÷ plain page': pairedRounds('million: name contains', 'million: plain page of 100'),
+    'million: page 5,000 ÷ first page of a sorted list': pairedRounds('million: page 5,000 of a sorted list', 'million: first page of a sorted list'),
+    'million: count=estimated ÷ plain page': pairedRounds('million: count=estimated', 'million: plain page of 100'),
+    'million: count=exact ÷ plain page': pairedRounds('million: count=exact', 'million: plain page of 100')
   }
   const argon2PerSecond = fastest ? argon2Rates[fastest] : undefined
   if (argon2PerSecond !== undefined) console.log(`\nbare argon2id verify, medians of the rounds: ${Object.entries(argon2Rates).map(([how, rate]) => `${how}: ${rate.toFixed(1)}/s`).join('; ')}; the fastest: ${fastest}`)

@@ -21,5 +21,5 @@ export const roleListFields: ListFields = {
   name: { type: 'text', column: 'r.name', sortable: true },
   created_at: { type: 'timestamp', column: 'r.created_at', sortable: true, description: 'creation time' },
   updated_at: { type: 'timestamp', column: 'r.updated_at', description: 'last update\'s time' },
-  permission: { type: 'text', column: 'permission', operators: ['eq', 'ne', 'in'], description: 'the permissions the role holds, by name: `eq` and `in` keep roles holding one, `ne` roles holding none' }
+  permission: { type: 'text', operators: ['eq', 'ne', 'in'], description: 'the permissions the role holds, by name: `eq` and `in` keep roles holding one, `ne` roles holding none' }
 }

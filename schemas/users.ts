@@ -28,5 +28,5 @@ export const userListFields: ListFields = {
   email: { type: 'text', column: 'u.email' },
   created_at: { type: 'timestamp', column: 'u.created_at', sortable: true, description: 'creation time' },
   updated_at: { type: 'timestamp', column: 'u.updated_at', description: 'last update\'s time' },
-  role: { type: 'text', column: 'role', operators: ['eq', 'ne', 'in'], description: 'the roles the user holds, by name in any case: `eq` and `in` keep users holding one, `ne` users holding none' }
+  role: { type: 'text', operators: ['eq', 'ne', 'in'], description: 'the roles the user holds, by name in any case: `eq` and `in` keep users holding one, `ne` users holding none' }
 }

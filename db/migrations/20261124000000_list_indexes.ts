@@ -18,10 +18,15 @@ const SEARCHED = [{ table: 'students', column: 'name' }, { table: 'clients', col
 
 const indexName = (table: string, column: string, kind: string) => `${table}_${column}_${kind}`
 
+// Built in the migration's transaction, which holds off writes to the table while an index
+// builds: seconds for a million rows. On a larger table, build them by hand first with CREATE
+// INDEX CONCURRENTLY under these names (docs/deployment.md); the migration then skips them.
+// (Concurrent builds here would wait on the other instances, which wait for this migration.)
+
 export async function up (knex: Knex): Promise<void> {
   for (const { table, columns, where } of SORTS) {
     for (const column of columns) {
-      await knex.raw(`create index ?? on ?? (??, id)${where ? ` where ${where}` : ''}`, [indexName(table, column, 'keyset'), table, column])
+      await knex.raw(`create index if not exists ?? on ?? (??, id)${where ? ` where ${where}` : ''}`, [indexName(table, column, 'keyset'), table, column])
     }
   }
   // pg_trgm ships with PostgreSQL's contrib, which most installations have and which is trusted
@@ -39,13 +44,13 @@ export async function up (knex: Knex): Promise<void> {
     return
   }
   for (const { table, column } of SEARCHED) {
-    await knex.raw('create index ?? on ?? using gin (?? gin_trgm_ops)', [indexName(table, column, 'trgm'), table, column])
+    await knex.raw('create index if not exists ?? on ?? using gin (?? gin_trgm_ops)', [indexName(table, column, 'trgm'), table, column])
   }
 }
 
 export async function down (knex: Knex): Promise<void> {
   for (const { table, column } of SEARCHED) await knex.raw('drop index if exists ??', [indexName(table, column, 'trgm')])
   for (const { table, columns } of SORTS) {
-    for (const column of columns) await knex.raw('drop index ??', [indexName(table, column, 'keyset')])
+    for (const column of columns) await knex.raw('drop index if exists ??', [indexName(table, column, 'keyset')])
   }
 }

@@ -2,7 +2,7 @@ import type { TObject, TSchema } from '@sinclair/typebox'
 import type { Knex } from 'knex'
 import type pg from 'pg'
 import type { ListFields, ListRequest } from '../http/list-query.js'
-import { MAX_ID } from '../http/paging.js'
+import { MAX_ID } from '../http/limits.js'
 import { jsonRows, type JsonRow } from './json-row-writer.js'
 import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
@@ -47,6 +47,12 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as 
 export function keysetTable<Row> (database: Database, options: KeysetTableOptions) {
   const { knex, pool } = database
   const { name, rows, columns, schema, references = [], fields, filters = {}, id = 'id' } = options
+  // A page's cursor takes each sort key from the row, by the name the row has it under.
+  const selected = new Set(columns.filter(column => typeof column === 'string').map(column => column.split('.').at(-1)))
+  for (const [field, { column, sortable }] of Object.entries(fields)) {
+    if (column === undefined && !filters[field]) throw new Error(`The list field ${field} of ${name} has neither a column nor a filter of its own`)
+    if (sortable && (column === undefined || !selected.has(field))) throw new Error(`The sortable list field ${field} of ${name} is not a column the list selects under that name`)
+  }
   const plainList = prepare<[after: number, limit: number], JsonRow>(database, `${name}.list`, (after, limit) =>
     rows(knex).select(columns).where(id, '>', after).orderBy(id).limit(limit), jsonRows(schema, references))
   const find = prepare<[id: number], Row>(database, `${name}.find`, rowId => rows(knex).select(columns).where(id, rowId).first())
@@ -62,15 +68,15 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
     return result.rows as (string | null)[][]
   }
 
+  /** The count asked for: PostgreSQL's planner's estimate, or every matching row counted. */
   async function count (request: ListRequest): Promise<number | undefined> {
-    if (request.count === undefined) return undefined
-    const matching = applyFilters(rows(knex), fields, request.filters, filters)
+    const { sql, bindings } = applyFilters(rows(knex), fields, request.filters, filters).select(knex.raw('1')).toSQL().toNative()
+    const values = bindings as unknown[]
     if (request.count === 'exact') {
-      const [{ total }] = await knex.count({ total: '*' }).from(matching.select(knex.raw('1')).as('matching')) as [{ total: string }]
-      return Number(total)
+      const result = await pool.query({ text: `select count(*)::int as total from (${sql}) matching`, values })
+      return result.rows[0].total as number
     }
-    const { sql, bindings } = matching.select(knex.raw('1')).toSQL().toNative()
-    const result = await pool.query({ text: `explain (format json) ${sql}`, values: bindings as unknown[] })
+    const result = await pool.query({ text: `explain (format json) ${sql}`, values })
     const [plan] = result.rows[0]['QUERY PLAN'] as [{ Plan: { 'Plan Rows': number } }]
     return Math.round(plan.Plan['Plan Rows'])
   }
@@ -93,15 +99,19 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
     const found = values.slice(0, limit).map(row => toRow!(row))
     if (values.length <= limit) return { rows: found }
     const last = values[limit - 1]!
-    const sortValues = keys.slice(0, -1).map(key => last[columnIndex!.get(key.field)!]!)
-    return { rows: found, next: { values: sortValues, id: found[limit - 1]!.id } }
+    const lastKeys = keys.slice(0, -1).map(key => last[columnIndex!.get(key.field)!]!)
+    return { rows: found, next: { values: lastKeys, id: found[limit - 1]!.id } }
   }
 
   return {
     /** One page of a list as the request asks, and its count if asked for, both at once. */
     async query (request: ListRequest): Promise<ListPage> {
-      const [found, total] = await Promise.all([page(request), count(request)])
-      return { ...found, total }
+      // A first page with no next holds every matching row: its count is exact, and no estimate
+      // is asked for (the planner's, for a table it has no statistics of yet, may be far off).
+      const estimateAfter = request.count === 'estimated' && request.after === undefined
+      const [found, total] = await Promise.all([page(request), request.count && !estimateAfter ? count(request) : undefined])
+      if (!estimateAfter) return { ...found, total }
+      return { ...found, total: found.next ? await count(request) : found.rows.length }
     },
 
     /** The SQL and values a page of this list runs, for EXPLAIN. */

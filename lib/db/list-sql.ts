@@ -11,8 +11,8 @@ const likeLiteral = (text: string) => text.replace(/[\\%_]/g, match => `\\${matc
 
 /**
  * A filter as SQL. Timestamps are shown to the millisecond (lib/db/pg-types.ts) and stored to
- * the microsecond: a timestamp given is the whole millisecond it names, so that a record's
- * shown `created_at` finds it, and `gt` that value leaves it out.
+ * the microsecond: a timestamp given stands for the whole millisecond it falls in, so that a
+ * record's shown `created_at` finds it, and `gt` that value leaves it out.
  */
 function condition (qb: Knex.QueryBuilder, column: string, type: FieldType, { operator, value }: Filter): void {
   const cast = CASTS[type]
@@ -21,16 +21,17 @@ function condition (qb: Knex.QueryBuilder, column: string, type: FieldType, { op
   } else if (operator === 'starts_with') {
     qb.whereRaw('?? ilike ?', [column, `${likeLiteral(String(value))}%`])
   } else if (operator === 'in') {
-    if (type === 'timestamp') qb.whereRaw('date_trunc(\'milliseconds\', ??) = any(?::timestamptz[])', [column, value])
+    if (type === 'timestamp') qb.whereRaw('date_trunc(\'milliseconds\', ??) = any(array(select date_trunc(\'milliseconds\', t) from unnest(?::timestamptz[]) t))', [column, value])
     else qb.whereRaw(`?? = any(?::${cast}[])`, [column, value])
   } else if (type === 'timestamp') {
-    const next = '?::timestamptz + interval \'1 millisecond\''
+    const start = 'date_trunc(\'milliseconds\', ?::timestamptz)'
+    const next = `${start} + interval '1 millisecond'`
     const sql = {
-      eq: `?? >= ?::timestamptz and ?? < ${next}`,
-      ne: `(?? < ?::timestamptz or ?? >= ${next})`,
+      eq: `?? >= ${start} and ?? < ${next}`,
+      ne: `(?? < ${start} or ?? >= ${next})`,
       gt: `?? >= ${next}`,
-      gte: '?? >= ?::timestamptz',
-      lt: '?? < ?::timestamptz',
+      gte: `?? >= ${start}`,
+      lt: `?? < ${start}`,
       lte: `?? < ${next}`
     }[operator]
     const bindings = operator === 'eq' || operator === 'ne' ? [column, value, column, value] : [column, value]
@@ -48,14 +49,16 @@ export function applyFilters (qb: Knex.QueryBuilder, fields: ListFields, filters
   for (const filter of filters) {
     const ownFilter = custom[filter.field]
     if (ownFilter) ownFilter(qb, filter)
-    else condition(qb, fields[filter.field]!.column, fields[filter.field]!.type, filter)
+    // keysetTable makes sure that a field without a filter of its own has a column.
+    else condition(qb, fields[filter.field]!.column!, fields[filter.field]!.type, filter)
   }
   return qb
 }
 
 /** The keys a list's rows are ordered by: the sort's, then id, and each one's direction. */
 export function orderKeys (fields: ListFields, idColumn: string, request: ListRequest) {
-  const keys = request.sort.map(({ field, descending }) => ({ field, column: fields[field]!.column, type: fields[field]!.type, descending }))
+  // keysetTable makes sure that every sortable field has a column.
+  const keys = request.sort.map(({ field, descending }) => ({ field, column: fields[field]!.column!, type: fields[field]!.type, descending }))
   if (keys.at(-1)?.field !== 'id') keys.push({ field: 'id', column: idColumn, type: 'integer', descending: keys.at(-1)?.descending ?? false })
   return keys
 }
@@ -64,7 +67,7 @@ export function orderKeys (fields: ListFields, idColumn: string, request: ListRe
  * Orders `qb` by the keys and, after a cursor, keeps the rows that follow it. Keys all in
  * one direction compare as one row value, `(dob, id) < ($1, $2)`, which an index on
  * `(dob, id)` serves in either direction; mixed directions expand to
- * `a > $1 or (a = $1 and (b < $2 or (b = $2 and id > $3)))`.
+ * `a >= $1 and (a > $1 or (a = $1 and (b < $2 or (b = $2 and id > $3))))`.
  */
 export function applyKeyset (qb: Knex.QueryBuilder, keys: ReturnType<typeof orderKeys>, after: ListRequest['after']): Knex.QueryBuilder {
   if (after !== undefined) {
@@ -83,8 +86,11 @@ export function applyKeyset (qb: Knex.QueryBuilder, keys: ReturnType<typeof orde
         sql = sql === ''
           ? `?? ${operator(key.descending)} ${cast}`
           : `(?? ${operator(key.descending)} ${cast} or (?? = ${cast} and ${sql}))`
-        bindings.unshift(...(i === keys.length - 1 ? [key.column, values[i]] : [key.column, values[i], key.column, values[i]]))
+        bindings.unshift(...(i === keys.length - 1 ? [key.column, values[i]!] : [key.column, values[i]!, key.column, values[i]!]))
       }
+      // Implied by the rest, and a range an index on the first key can start from.
+      const [first] = keys
+      qb.whereRaw(`?? ${operator(first!.descending)}= ?::${CASTS[first!.type]}`, [first!.column, values[0]!])
       qb.whereRaw(sql, bindings)
     }
   }
@@ -94,12 +100,12 @@ export function applyKeyset (qb: Knex.QueryBuilder, keys: ReturnType<typeof orde
 
 /**
  * A filter on what a row holds in another table (a user's roles): `subquery` finds the held
- * rows whose value is `any(?::text[])`; `eq` and `in` keep the rows that hold one, `ne` those
- * that hold none. `normalise` makes given values compare as the subquery's (`lower`).
+ * rows whose value is among `?::text[]`; `eq` and `in` keep the rows that hold one, `ne` those
+ * that hold none.
  */
-export function holdsFilter (subquery: string, normalise: (value: string) => string = value => value): CustomFilter {
+export function holdsFilter (subquery: string): CustomFilter {
   return (qb, { operator, value }) => {
-    const values = (Array.isArray(value) ? value : [value]).map(item => normalise(String(item)))
+    const values = (Array.isArray(value) ? value : [value]).map(String)
     qb.whereRaw(`${operator === 'ne' ? 'not ' : ''}exists (${subquery})`, [values])
   }
 }

@@ -1,22 +1,27 @@
-import { createHmac, timingSafeEqual } from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
+import { openCursor } from './cursor.js'
 import { InvalidFields } from './invalid-fields.js'
 import { MAX_LIST } from './validation.js'
-import { DEFAULT_PAGE, MAX_ID, MAX_PAGE } from './paging.js'
+import { DEFAULT_PAGE, INT_MAX, INT_MIN, MAX_ID, MAX_PAGE } from './limits.js'
 
 /** The types a list's fields are filtered and sorted as. */
 export type FieldType = 'integer' | 'text' | 'date' | 'timestamp' | 'boolean'
 
-export const OPERATORS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'contains', 'starts_with'] as const
-export type Operator = typeof OPERATORS[number]
+const COMPARISONS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in'] as const
+const TEXT_SEARCH = ['contains', 'starts_with'] as const
+export type Operator = typeof COMPARISONS[number] | typeof TEXT_SEARCH[number]
 
 /** What a list offers of one field: filters on it, and sorting by it if `sortable`. */
 export interface ListField {
   type: FieldType
-  /** The SQL column it filters and sorts on, as the list's query names it (`u.name`). */
-  column: string
+  /**
+   * The SQL column it filters and sorts on, as the list's query names it (`u.name`); its
+   * last part is the name the row has it under. None for a field the list's table filters
+   * its own way (a user's `role`, keysetTable's `customFilters`), which cannot sort.
+   */
+  column?: string
   sortable?: boolean
-  /** Only these operators (a field that is not a column, as a user's `role`). */
+  /** Only these operators. */
   operators?: readonly Operator[]
   /** What the field is, for the OpenAPI document, when its name does not say it. */
   description?: string
@@ -38,6 +43,8 @@ export interface SortKey {
 
 /** A list's query, validated: what `keysetTable(...).query` runs. */
 export interface ListRequest {
+  /** The list it is a request of (its route): a cursor holds for that list only. */
+  scope: string
   limit: number
   filters: Filter[]
   /**
@@ -50,19 +57,26 @@ export interface ListRequest {
   count?: 'exact' | 'estimated' | undefined
 }
 
-const INT_MIN = -2_147_483_648
+/** Years 0001 to 9999: PostgreSQL knows no year 0 (a pattern with no lookahead, for every regex engine). */
+const YEAR = '(000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})'
 
-/** PostgreSQL knows no year 0; text with a NUL it cannot store. */
+/**
+ * What PostgreSQL takes of each type, so that no value reaches it to be refused (a 500): text
+ * without NUL; a date of a real calendar day (the format); a timestamp, also a real day and
+ * time, of at most microseconds and an offset within ±15:59, as PostgreSQL's own limits are.
+ */
 const VALUES: Record<FieldType, () => TSchema> = {
-  integer: () => Type.Integer({ minimum: INT_MIN, maximum: MAX_ID }),
+  integer: () => Type.Integer({ minimum: INT_MIN, maximum: INT_MAX }),
   text: () => Type.String({ maxLength: 255, pattern: '^[^\\u0000]*$' }),
-  date: () => Type.String({ format: 'date', pattern: '^(?!0000)', example: '2001-09-30' }),
-  timestamp: () => Type.String({ format: 'date-time', pattern: '^(?!0000)', example: '2026-11-22T09:30:00.000Z' }),
+  date: () => Type.String({ format: 'date', pattern: `^${YEAR}-`, example: '2001-09-30' }),
+  timestamp: () => Type.String({
+    format: 'date-time',
+    maxLength: 40,
+    pattern: `^${YEAR}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?([Zz]|[+-](0[0-9]|1[0-5]):?[0-5][0-9])$`,
+    example: '2026-11-22T09:30:00.000Z'
+  }),
   boolean: () => Type.Boolean()
 }
-
-const COMPARISONS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in'] as const
-const TEXT_SEARCH = ['contains', 'starts_with'] as const
 
 function operatorsOf (field: ListField): readonly Operator[] {
   if (field.operators) return field.operators
@@ -77,7 +91,7 @@ const OPERATOR_DESCRIPTIONS: Record<Operator, string> = {
   gte: 'greater than or equal to',
   lt: 'less than',
   lte: 'less than or equal to',
-  in: `equal to one of these (comma-separated, at most ${MAX_LIST})`,
+  in: `equal to one of these, comma-separated (at most ${MAX_LIST}; a text holding a comma cannot be one)`,
   contains: 'contains this, without regard to case',
   starts_with: 'starts with this, without regard to case'
 }
@@ -89,7 +103,7 @@ function filterParameter (name: string, field: ListField): TSchema {
     const value = VALUES[field.type]()
     // lib/http/validation.ts splits, checks and coerces the values of `in`.
     const schema = operator === 'in'
-      ? Type.String({ 'x-comma-separated': value, description: OPERATOR_DESCRIPTIONS.in })
+      ? Type.String({ maxLength: MAX_LIST * 41, 'x-comma-separated': value, description: OPERATOR_DESCRIPTIONS.in })
       : { ...value, description: OPERATOR_DESCRIPTIONS[operator] }
     return [operator, Type.Optional(schema)]
   }))
@@ -113,7 +127,7 @@ export function listQuerySchema (fields: ListFields) {
   return Type.Object({
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'How many records at the most' })),
     after: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ID, description: 'In id order (no `sort`): the records whose id is greater than this (keyset paging)' })),
-    cursor: Type.Optional(Type.String({ maxLength: 2048, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page begins: the value the previous page\'s `Link: <…>; rel="next"` carries. Only valid with the same filters and sort.' })),
+    cursor: Type.Optional(Type.String({ maxLength: 8192, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page begins: the value the previous page\'s `Link: <…>; rel="next"` carries. Only valid with the same filters and sort.' })),
     sort: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: sortable }), {
       minItems: 1,
       maxItems: sortable.length / 2,
@@ -123,7 +137,7 @@ export function listQuerySchema (fields: ListFields) {
     count: Type.Optional(Type.Unsafe<'exact' | 'estimated'>({
       type: 'string',
       enum: ['exact', 'estimated'],
-      description: 'Adds `X-Total-Count`, the number of records matching the filters: `exact` counts them (its cost grows with their number), `estimated` takes PostgreSQL\'s planner\'s estimate (fast at any size, off by up to tens of percent).'
+      description: 'Adds `X-Total-Count`, the number of records matching the filters: `exact` counts them (its cost grows with their number); `estimated` takes PostgreSQL\'s planner\'s estimate, as cheap at any size, exact when the first page holds them all, and otherwise only as good as the table\'s statistics (see the README). The next page\'s link does not count again.'
     })),
     ...Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, filterParameter(name, field)]))
   })
@@ -136,7 +150,7 @@ export type ListQuery = Record<string, unknown> & { limit?: number, after?: numb
  * The list's request from its validated query string. A cursor is signed with `secret`: one
  * that was altered, or made for other filters or another sort, gets 400.
  */
-export function listRequest (fields: ListFields, query: ListQuery, secret: string): ListRequest {
+export function listRequest (scope: string, fields: ListFields, query: ListQuery, secret: string): ListRequest {
   const filters: Filter[] = []
   for (const [name, field] of Object.entries(fields)) {
     const operators = query[name] as Record<string, Filter['value']> | undefined
@@ -149,53 +163,19 @@ export function listRequest (fields: ListFields, query: ListQuery, secret: strin
   const sort = (query.sort ?? []).map(value => value.startsWith('-')
     ? { field: value.slice(1), descending: true }
     : { field: value, descending: false })
+  if (new Set(sort.map(key => key.field)).size < sort.length) throw new InvalidFields({ sort: ['names a field twice'] }, 'query string')
   // Ids are unique: what follows id in the order never matters.
   const byId = sort.findIndex(key => key.field === 'id')
   if (byId >= 0) sort.length = byId + 1
   // Validation fills in the default limit.
-  const request: ListRequest = { limit: query.limit!, filters, sort, count: query.count }
+  const request: ListRequest = { scope, limit: query.limit!, filters, sort, count: query.count }
   if (query.cursor !== undefined && query.after !== undefined) {
-    throw new InvalidFields({ cursor: ['cannot be given with after'] })
+    throw new InvalidFields({ cursor: ['cannot be given with after'] }, 'query string')
   }
   if (query.after !== undefined) {
-    if (sort.length > 0) throw new InvalidFields({ after: ['is for id order: with sort, follow the cursor of the Link header'] })
+    if (sort.length > 0) throw new InvalidFields({ after: ['is for id order: with sort, follow the cursor of the Link header'] }, 'query string')
     request.after = { values: [], id: query.after }
   }
   if (query.cursor !== undefined) request.after = openCursor(query.cursor, request, secret)
   return request
-}
-
-/** What identifies a list's filters and sort: a cursor is valid for these only. */
-function fingerprint ({ filters, sort }: ListRequest): string {
-  return JSON.stringify([filters.map(({ field, operator, value }) => [field, operator, value]), sort.map(({ field, descending }) => [field, descending])])
-}
-
-/** The key cursors are signed with, derived from JWT_SECRET: every instance of a deployment accepts the others'. */
-export function cursorSecret (jwtSecret: string): string {
-  return createHmac('sha256', jwtSecret).update('list cursors').digest('hex')
-}
-
-function signature (payload: string, secret: string): Buffer {
-  return createHmac('sha256', secret).update('list cursor\n').update(payload).digest().subarray(0, 16)
-}
-
-/** The cursor of the page after a row whose sort values (bar id) and id these are. */
-export function makeCursor (request: ListRequest, values: string[], id: number, secret: string): string {
-  const payload = JSON.stringify([values, id])
-  return Buffer.from(payload).toString('base64url') + signature(`${fingerprint(request)}\n${payload}`, secret).toString('base64url')
-}
-
-/** The signature's 16 bytes in base64url. */
-const SIGNATURE_LENGTH = 22
-
-function openCursor (cursor: string, request: ListRequest, secret: string): ListRequest['after'] {
-  const payload = Buffer.from(cursor.slice(0, -SIGNATURE_LENGTH), 'base64url').toString()
-  const given = Buffer.from(cursor.slice(-SIGNATURE_LENGTH), 'base64url')
-  const expected = signature(`${fingerprint(request)}\n${payload}`, secret)
-  if (cursor.length <= SIGNATURE_LENGTH || given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    throw new InvalidFields({ cursor: ['is not a cursor of this list with these filters and sort: follow the Link header'] })
-  }
-  // Signed by this service for this very filters and sort: its form is the one makeCursor wrote.
-  const [values, id] = JSON.parse(payload) as [string[], number]
-  return { values, id }
 }

@@ -1,41 +1,30 @@
-import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply } from 'fastify'
 import type { ListPage } from '../db/keyset-table.js'
-import { makeCursor, type ListRequest } from './list-query.js'
-
-/** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
-export const MAX_ID = 2_147_483_647
-
-export const DEFAULT_PAGE = 100
-export const MAX_PAGE = 1000
-
-export interface Page {
-  limit: number
-  after?: number | undefined
-}
-
-/** The parameters a next page's link replaces. */
-const POSITION = /^(after|cursor)(=|$)/
+import { makeCursor } from './cursor.js'
+import type { ListRequest } from './list-query.js'
 
 /**
- * Where the next page is: a plain list's `?limit=…&after=<id>`; otherwise the request's own
- * query string, as sent, with the position in place of its own: `after` in id order with no
- * filter, else a `cursor` (lib/http/list-query.ts).
+ * Where the next page is: in id order with no filter `?limit=…&after=<id>`; otherwise the
+ * list's filters, `sort` and `limit` as the request was understood, and a `cursor`
+ * (lib/http/cursor.ts). Nothing else of the request comes along: cache-busting parameters, and
+ * `count` (the count does not change from page to page; counting again is the caller's to ask).
  */
-function nextLink (request: FastifyRequest, list: ListRequest, next: NonNullable<ListPage['next']>, path: string, secret: string): string {
-  const byId = list.filters.length === 0 && list.sort.length === 0
-  if (byId && list.count === undefined) return `${path}?limit=${list.limit}&after=${next.id}`
-  const position = byId ? `after=${next.id}` : `cursor=${makeCursor(list, next.values, next.id, secret)}`
-  const query = request.url.slice(request.url.indexOf('?') + 1).split('&').filter(part => part !== '' && !POSITION.test(part))
-  return `${path}?${[...query, position].join('&')}`
+function nextLink (list: ListRequest, next: NonNullable<ListPage['next']>, path: string, secret: string): string {
+  if (list.filters.length === 0 && list.sort.length === 0) return `${path}?limit=${list.limit}&after=${next.id}`
+  const query = list.filters.map(({ field, operator, value }) =>
+    `${field}[${operator}]=${encodeURIComponent(Array.isArray(value) ? value.join(',') : String(value))}`)
+  if (list.sort.length > 0) query.push(`sort=${list.sort.map(({ field, descending }) => (descending ? '-' : '') + field).join(',')}`)
+  query.push(`limit=${list.limit}`, `cursor=${makeCursor(list, next.values, next.id, secret)}`)
+  return `${path}?${query.join('&')}`
 }
 
 export interface SendOptions {
   /** The list's path, as its links name it. */
   path: string
-  /** Signs cursors (lib/http/list-query.ts). */
+  /** Signs cursors (lib/http/cursor.ts). */
   secret: string
   /** As the authenticated interface answers: `{ success: true, data: [...] }`. */
-  envelope?: boolean
+  envelope?: boolean | undefined
 }
 
 /**
@@ -44,8 +33,8 @@ export interface SendOptions {
  * rel="next"` when more follow and `X-Total-Count` when a count was asked for. Fastify sends
  * a string whose content type is JSON as it is, without serializing it again.
  */
-export function sendPage (request: FastifyRequest, reply: FastifyReply, list: ListRequest, page: ListPage, options: SendOptions): FastifyReply {
-  if (page.next) reply.header('link', `<${nextLink(request, list, page.next, options.path, options.secret)}>; rel="next"`)
+export function sendPage (reply: FastifyReply, list: ListRequest, page: ListPage, options: SendOptions): FastifyReply {
+  if (page.next) reply.header('link', `<${nextLink(list, page.next, options.path, options.secret)}>; rel="next"`)
   if (page.total !== undefined) reply.header('x-total-count', String(page.total))
   const array = `[${page.rows.map(row => row.json).join(',')}]`
   return reply.type('application/json; charset=utf-8').send(options.envelope ? `{"success":true,"data":${array}}` : array)

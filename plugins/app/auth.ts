@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { MAX_ID } from '../../lib/http/paging.js'
+import { MAX_ID } from '../../lib/http/limits.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */

@@ -48,7 +48,7 @@ export function fieldErrors (errors: FastifySchemaValidationError[], context: st
     } else if (error.keyword === 'minLength' && error.params.limit === 1) {
       message = 'must not be empty'
     }
-    // A query parameter is named as sent: `age[gte]`, `id[in][2]`.
+    // A query parameter is named as sent: `age[gte]`, `sort[1]`.
     const field = path.length === 0 ? context : context === 'querystring' ? path[0] + path.slice(1).map(key => `[${key}]`).join('') : path.join('.')
     fields.set(field, [...fields.get(field) ?? [], message])
   }

@@ -1,14 +1,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { ListPage } from '../../lib/db/keyset-table.js'
-import { cursorSecret, listRequest, type ListFields, type ListQuery, type ListRequest } from '../../lib/http/list-query.js'
+import { cursorSecret } from '../../lib/http/cursor.js'
+import { listRequest, type ListFields, type ListQuery, type ListRequest } from '../../lib/http/list-query.js'
 import { sendPage } from '../../lib/http/paging.js'
 
 export interface Lists {
-  /** The list request of a validated query string (400 for a cursor of other filters or sort). */
-  request (fields: ListFields, query: ListQuery): ListRequest
+  /** The list request of a request's validated query string (400 for a cursor of another list, filters or sort). */
+  request (request: FastifyRequest, fields: ListFields): ListRequest
   /** Sends a page, with `Link` to the next and `X-Total-Count` as asked; `envelope` as /api answers. */
-  send (request: FastifyRequest, reply: FastifyReply, list: ListRequest, page: ListPage, options: { path: string, envelope?: boolean }): FastifyReply
+  send (reply: FastifyReply, list: ListRequest, page: ListPage, options: { path: string, envelope?: boolean }): FastifyReply
 }
 
 declare module 'fastify' {
@@ -22,7 +23,7 @@ declare module 'fastify' {
 export default fp(async (fastify) => {
   const secret = cursorSecret(fastify.config.auth.jwtSecret)
   fastify.decorate('lists', {
-    request: (fields, query) => listRequest(fields, query, secret),
-    send: (request, reply, list, page, { path, envelope }) => sendPage(request, reply, list, page, { path, secret, envelope })
+    request: (request, fields) => listRequest(request.routeOptions.url!, fields, request.query as ListQuery, secret),
+    send: (reply, list, page, { path, envelope }) => sendPage(reply, list, page, { path, secret, envelope })
   } satisfies Lists)
 }, { name: 'lists', dependencies: ['config'] })

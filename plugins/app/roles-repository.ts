@@ -7,7 +7,7 @@ import { NamedRef } from '../../schemas/common.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import { holdsFilter } from '../../lib/db/list-sql.js'
 import type { Database } from '../../lib/db/prepared-query.js'
-import { MAX_ID } from '../../lib/http/paging.js'
+import { MAX_ID } from '../../lib/http/limits.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

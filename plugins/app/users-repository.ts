@@ -8,7 +8,7 @@ import { User, userListFields } from '../../schemas/users.js'
 import { NamedRef } from '../../schemas/common.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import { holdsFilter } from '../../lib/db/list-sql.js'
-import { MAX_ID } from '../../lib/http/paging.js'
+import { MAX_ID } from '../../lib/http/limits.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { countAttempt, type Attempt, type AttemptCount } from './throttle.js'
 
@@ -42,7 +42,7 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
     fields: userListFields,
     id: 'u.id',
     filters: {
-      role: holdsFilter('select 1 from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id and lower(r.name) = any(?::text[])', name => name.toLowerCase())
+      role: holdsFilter('select 1 from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id and lower(r.name) in (select lower(name) from unnest(?::text[]) name)')
     }
   })
   // By the address's key (lib/auth/email.ts): the callers pass emailKey(address).

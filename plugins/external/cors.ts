@@ -14,7 +14,7 @@ export default fp(async (fastify) => {
   await fastify.register(cors, {
     origin: origins.includes('*') ? '*' : origins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: ['Location', 'Link', 'Retry-After', 'WWW-Authenticate'],
+    exposedHeaders: ['Location', 'Link', 'X-Total-Count', 'Retry-After', 'WWW-Authenticate'],
     maxAge: 600
   })
 }, { name: 'cors', dependencies: ['config', 'errors', 'sensible', 'security-headers'] })

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
-import { MAX_ID } from '../../lib/http/paging.js'
+import { MAX_ID } from '../../lib/http/limits.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { Student, studentListFields, type StudentInput } from './schema.js'
 

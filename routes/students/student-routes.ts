@@ -21,8 +21,8 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
-      const list = fastify.lists.request(studentListFields, request.query)
-      return fastify.lists.send(request, reply, list, await students.query(list), { path: fastify.prefix })
+      const list = fastify.lists.request(request, studentListFields)
+      return fastify.lists.send(reply, list, await students.query(list), { path: fastify.prefix })
     })
 
     fastify.get('/:id', { schema: schemas.show }, async (request) => {

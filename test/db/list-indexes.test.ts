@@ -29,7 +29,7 @@ t.test(`at ${ROWS.toLocaleString('en')} students, no documented sort and no cont
   const students = studentsRepository(app.database, message => new Error(message))
 
   async function plan (query: ListQuery): Promise<PlanNode[]> {
-    const request = listRequest(studentListFields, { limit: 100, ...query }, 'secret')
+    const request = listRequest('/students', studentListFields, { limit: 100, ...query }, 'secret')
     const { sql, bindings } = students.pageSql(request)
     const { rows } = await app.database.pool.query({ text: `explain (format json) ${sql}`, values: bindings as unknown[] })
     return nodes(rows[0]['QUERY PLAN'][0].Plan)
@@ -39,11 +39,15 @@ t.test(`at ${ROWS.toLocaleString('en')} students, no documented sort and no cont
   for (const sort of sortValues(studentListFields)) {
     t.notOk(sequential(await plan({ sort: [sort] })), `sort=${sort}: the first page`)
   }
-  const deep = listRequest(studentListFields, { sort: ['-dob'], limit: 100 }, 'secret')
-  deep.after = { values: ['1980-06-01'], id: 500_000 }
-  const { sql, bindings } = students.pageSql(deep)
-  const { rows } = await app.database.pool.query({ text: `explain (format json) ${sql}`, values: bindings as unknown[] })
-  t.notOk(sequential(nodes(rows[0]['QUERY PLAN'][0].Plan)), 'sort=-dob: a page deep in the list')
+  for (const [sort, values] of [[['-dob'], ['1980-06-01']], [['-dob', 'name'], ['1980-06-01', 'Student 5']]] as const) {
+    const deep = listRequest('/students', studentListFields, { sort: [...sort], limit: 100 }, 'secret')
+    deep.after = { values: [...values], id: 500_000 }
+    const { sql, bindings } = students.pageSql(deep)
+    const { rows } = await app.database.pool.query({ text: `explain (format json) ${sql}`, values: bindings as unknown[] })
+    const found = nodes(rows[0]['QUERY PLAN'][0].Plan)
+    t.notOk(sequential(found), `sort=${sort.join(',')}: a page deep in the list`)
+    t.ok(found.some(node => /Index/.test(node['Node Type']) && JSON.stringify(node).includes('dob')), `sort=${sort.join(',')}: starts from the cursor in the index on dob`)
+  }
   t.notOk(sequential(await plan({ name: { contains: 'nt 12345' } })), 'name[contains]')
   t.notOk(sequential(await plan({ age: { gte: 20 }, sort: ['-dob'] })), 'age[gte] with sort=-dob')
 })

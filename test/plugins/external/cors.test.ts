@@ -13,6 +13,7 @@ t.test('CORS_ORIGIN allows the origins it lists, and only those', async t => {
   const allowed = await app.inject({ url: '/students', headers: { origin: 'https://app.example.com' } })
   t.equal(allowed.headers['access-control-allow-origin'], 'https://app.example.com')
   t.match(allowed.headers['access-control-expose-headers'], /Location/)
+  t.match(allowed.headers['access-control-expose-headers'], /X-Total-Count/, 'a browser reads a list\'s count')
   const other = await app.inject({ url: '/students', headers: { origin: 'https://evil.example' } })
   t.notOk(other.headers['access-control-allow-origin'])
 

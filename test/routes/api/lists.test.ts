@@ -47,7 +47,7 @@ t.test('users filter by the roles they hold, roles by their permissions, clients
     t.same(first.json().data.map((c: { name: string }) => c.name), ['Charlie'])
     t.equal(first.headers['x-total-count'], '2')
     const next = /<([^>]+)>/.exec(String(first.headers.link))![1]!
-    t.match(next, /^\/api\/clients\?city\[contains\]=WARSZ&sort=-name&limit=1&count=exact&cursor=/)
+    t.match(next, /^\/api\/clients\?city\[contains\]=WARSZ&sort=-name&limit=1&cursor=/)
     const second = await app.inject({ url: next, headers })
     t.same(second.json().data.map((c: { name: string }) => c.name), ['Alpha'])
     t.equal(second.headers.link, undefined, 'the last page links nowhere')

@@ -9,8 +9,8 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
-    const list = fastify.lists.request(clientListFields, request.query)
-    return fastify.lists.send(request, reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
+    const list = fastify.lists.request(request, clientListFields)
+    return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: clientSchemas.show, onRequest: fastify.can('client-list') }, async (request) => {

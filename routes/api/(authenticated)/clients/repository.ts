@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
-import { MAX_ID } from '../../../../lib/http/paging.js'
+import { MAX_ID } from '../../../../lib/http/limits.js'
 import { Client, clientListFields, type ClientInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const

@@ -32,8 +32,8 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   fastify.get('/', { schema: roleSchemas.index, onRequest: fastify.can('role-list') }, async (request, reply) => {
-    const list = fastify.lists.request(roleListFields, request.query)
-    return fastify.lists.send(request, reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
+    const list = fastify.lists.request(request, roleListFields)
+    return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: roleSchemas.show, onRequest: fastify.can('role-list') }, async (request) => {

@@ -48,8 +48,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   fastify.get('/', { schema: userSchemas.index, onRequest: fastify.can('user-list') }, async (request, reply) => {
-    const list = fastify.lists.request(userListFields, request.query)
-    return fastify.lists.send(request, reply, list, await usersRepository.query(list), { path: fastify.prefix, envelope: true })
+    const list = fastify.lists.request(request, userListFields)
+    return fastify.lists.send(reply, list, await usersRepository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: userSchemas.show, onRequest: fastify.can('user-list') }, async (request) => {

@@ -9,8 +9,8 @@ const notes: FastifyPluginAsyncTypebox = async (fastify) => {
   const notFound = (id: number) => fastify.httpErrors.notFound(`Note ${id} not found`)
 
   fastify.get('/', { schema: noteSchemas.index, onRequest: fastify.can('note-list') }, async (request, reply) => {
-    const list = fastify.lists.request(noteListFields, request.query)
-    return fastify.lists.send(request, reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
+    const list = fastify.lists.request(request, noteListFields)
+    return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: noteSchemas.show, onRequest: fastify.can('note-list') }, async (request) => {

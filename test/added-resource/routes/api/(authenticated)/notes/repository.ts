@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { keysetTable } from '../../../../../../lib/db/keyset-table.js'
 import type { Database } from '../../../../../../lib/db/prepared-query.js'
-import { MAX_ID } from '../../../../../../lib/http/paging.js'
+import { MAX_ID } from '../../../../../../lib/http/limits.js'
 import { Note, noteListFields, type NoteInput } from './schema.js'
 
 const COLUMNS = ['id', 'title', 'pinned', 'created_at', 'updated_at'] as const

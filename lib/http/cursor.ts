@@ -1,0 +1,42 @@
+import { createHmac, timingSafeEqual } from 'node:crypto'
+import { InvalidFields } from './invalid-fields.js'
+import type { ListRequest } from './list-query.js'
+
+/**
+ * A list's cursor: the last row's sort values and id, with a signature over them, the list
+ * and its filters and sort, so that a cursor holds for the list, filters and sort it was made
+ * for, and for nothing altered. Opaque to clients; `v1` names its form.
+ */
+const FORM = 'v1'
+
+/** The signature's 16 bytes in base64url. */
+const SIGNATURE_LENGTH = 22
+
+/** The key cursors are signed with, derived from JWT_SECRET: every instance of a deployment accepts the others'. */
+export function cursorSecret (jwtSecret: string): string {
+  return createHmac('sha256', jwtSecret).update('list cursors').digest('hex')
+}
+
+function signature ({ scope, filters, sort }: ListRequest, payload: string, secret: string): Buffer {
+  const identity = JSON.stringify([FORM, scope, filters.map(({ field, operator, value }) => [field, operator, value]), sort.map(({ field, descending }) => [field, descending])])
+  return createHmac('sha256', secret).update(identity).update('\n').update(payload).digest().subarray(0, 16)
+}
+
+/** The cursor of the page after a row whose sort values (bar id) and id these are. */
+export function makeCursor (request: ListRequest, values: string[], id: number, secret: string): string {
+  const payload = JSON.stringify([values, id])
+  return Buffer.from(payload).toString('base64url') + signature(request, payload, secret).toString('base64url')
+}
+
+/** Where a cursor says the page begins; 400 for one altered or made for another list, filters or sort. */
+export function openCursor (cursor: string, request: ListRequest, secret: string): NonNullable<ListRequest['after']> {
+  const payload = Buffer.from(cursor.slice(0, -SIGNATURE_LENGTH), 'base64url').toString()
+  const given = Buffer.from(cursor.slice(-SIGNATURE_LENGTH), 'base64url')
+  const expected = signature(request, payload, secret)
+  if (cursor.length <= SIGNATURE_LENGTH || given.length !== expected.length || !timingSafeEqual(given, expected)) {
+    throw new InvalidFields({ cursor: ['is not a cursor of this list with these filters and sort: follow the Link header'] }, 'query string')
+  }
+  // Signed by this service for this very list, filters and sort: its form is the one makeCursor wrote.
+  const [values, id] = JSON.parse(payload) as [string[], number]
+  return { values, id }
+}

@@ -174,7 +174,8 @@ export function listRequest (scope: string, fields: ListFields, query: ListQuery
   }
   if (query.after !== undefined) {
     if (sort.length > 0) throw new InvalidFields({ after: ['is for id order: with sort, follow the cursor of the Link header'] }, 'query string')
-    request.after = { values: [], id: query.after }
+    // after=0 is the first page, as no after is (a count may then be exact).
+    if (query.after > 0) request.after = { values: [], id: query.after }
   }
   if (query.cursor !== undefined) request.after = openCursor(query.cursor, request, secret)
   return request

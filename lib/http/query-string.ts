@@ -15,5 +15,14 @@ const BRACKET = /\[|%5b/i
 export function parseQueryString (query: string): Record<string, unknown> {
   if (query.length === 0) return {}
   if (!BRACKET.test(query)) return fastQueryString.parse(query)
-  return qs.parse(query, { depth: 1, arrayLimit: 100, parameterLimit: 1000, plainObjects: true, allowDots: false })
+  return qs.parse(query, { depth: 1, arrayLimit: 100, parameterLimit: 1000, plainObjects: true, allowDots: false, decoder })
+}
+
+/**
+ * qs drops a `__proto__` key, and the filter or parameter it was in would pass unseen
+ * (`id[__proto__][eq]=1` would list everything); renamed, validation refuses it by name.
+ */
+function decoder (text: string, decode: qs.defaultDecoder, charset: string, type: 'key' | 'value'): string {
+  const decoded = decode(text, decode, charset) as string
+  return type === 'key' ? decoded.replaceAll('__proto__', '__proto__?') : decoded
 }

@@ -108,8 +108,9 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
     async query (request: ListRequest): Promise<ListPage> {
       // A first page with no next holds every matching row: its count is exact, and no estimate
       // is asked for (the planner's, for a table it has no statistics of yet, may be far off).
+      if (request.count === undefined) return page(request)
       const estimateAfter = request.count === 'estimated' && request.after === undefined
-      const [found, total] = await Promise.all([page(request), request.count && !estimateAfter ? count(request) : undefined])
+      const [found, total] = await Promise.all([page(request), estimateAfter ? undefined : count(request)])
       if (!estimateAfter) return { ...found, total }
       return { ...found, total: found.next ? await count(request) : found.rows.length }
     },

@@ -77,57 +77,46 @@ function describe (error: ErrorObject): string {
 /** Path, query and header schemas are TypeBox objects; a query parameter may be an object of scalars. */
 interface QuerySchema { type?: string, properties: Record<string, QuerySchema> }
 
-/** Where a query schema holds arrays and integers: top-level parameters and their deepObject members. */
-function queryShape (schema: QuerySchema) {
-  const arrays: string[][] = []
-  const integers: string[][] = []
-  const visit = (property: QuerySchema, path: string[]) => {
-    if (property.type === 'array') arrays.push(path)
-    if (property.type === 'integer') integers.push(path)
-    if (property.type === 'object' && path.length === 1) {
-      for (const [name, member] of Object.entries(property.properties)) visit(member, [...path, name])
-    }
-  }
-  for (const [name, property] of Object.entries(schema.properties)) visit(property, [name])
-  return { arrays, integers, known: new Set(Object.keys(schema.properties)) }
-}
+/** What each parameter of a query schema is: an array, an integer, or an object of members that are. */
+interface Kind { array?: boolean, integer?: boolean, members?: Map<string, Kind> }
 
-/** The object holding the value at `path`, and the value's key in it, if the path is there. */
-function holder (data: Record<string, unknown>, path: string[]): [Record<string, unknown>, string] | undefined {
-  let object = data
-  for (const key of path.slice(0, -1)) {
-    const next = object[key]
-    if (typeof next !== 'object' || next === null || Array.isArray(next)) return undefined
-    object = next as Record<string, unknown>
-  }
-  return [object, path.at(-1)!]
+function kindOf (property: QuerySchema, nested = false): Kind {
+  const members = property.type === 'object' && !nested
+    ? new Map(Object.entries(property.properties).map(([name, member]) => [name, kindOf(member, true)]))
+    : undefined
+  return { array: property.type === 'array', integer: property.type === 'integer', members }
 }
 
 const error = (path: string[], keyword: string, message: string, params: Record<string, unknown> = {}): FastifySchemaValidationError =>
   ({ keyword, instancePath: path.map(key => `/${key}`).join(''), schemaPath: '', params, message })
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /**
  * Before a query string is validated: an array parameter may arrive comma-separated (OpenAPI's
  * `form` style without explode: `sort=-dob,name`), and is split, or repeated (`sort=-dob&sort=name`,
  * what generated clients send); integers must be plain decimal digits; and a bracketed
  * parameter (`foo[eq]=1`, an object once parsed) must be one the schema knows, while other
- * unknown parameters are ignored (cache-busting keeps working).
+ * unknown parameters are ignored (cache-busting keeps working). It looks at the parameters
+ * the request holds only: a page's `limit` and `after` cost what they did before lists had filters.
  */
-function prepareQuery (shape: ReturnType<typeof queryShape>, data: Record<string, unknown>): FastifySchemaValidationError[] {
+function prepareQuery (kinds: Map<string, Kind>, data: Record<string, unknown>): FastifySchemaValidationError[] {
   const errors: FastifySchemaValidationError[] = []
-  for (const [key, value] of Object.entries(data)) {
-    if (!shape.known.has(key) && typeof value === 'object' && value !== null && !Array.isArray(value)) {
-      errors.push(error([], 'additionalProperties', 'is not allowed', { additionalProperty: key }))
+  const prepare = (holder: Record<string, unknown>, key: string, kind: Kind, path: string[]) => {
+    const value = holder[key]
+    if (kind.array && typeof value === 'string') holder[key] = value.split(',')
+    if (kind.integer && typeof value === 'string' && !DECIMAL_INTEGER.test(value)) errors.push(error(path, 'type', 'must be integer', { type: 'integer' }))
+    if (kind.members && isObject(value)) {
+      for (const member of Object.keys(value)) {
+        const memberKind = kind.members.get(member)
+        if (memberKind) prepare(value, member, memberKind, [...path, member])
+      }
     }
   }
-  for (const path of shape.arrays) {
-    const found = holder(data, path)
-    if (found && typeof found[0][found[1]] === 'string') found[0][found[1]] = (found[0][found[1]] as string).split(',')
-  }
-  for (const path of shape.integers) {
-    const found = holder(data, path)
-    const value = found?.[0][found[1]]
-    if (typeof value === 'string' && !DECIMAL_INTEGER.test(value)) errors.push(error(path, 'type', 'must be integer', { type: 'integer' }))
+  for (const key of Object.keys(data)) {
+    const kind = kinds.get(key)
+    if (kind) prepare(data, key, kind, [key])
+    else if (isObject(data[key])) errors.push(error([], 'additionalProperties', 'is not allowed', { additionalProperty: key }))
   }
   return errors
 }
@@ -150,9 +139,9 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
     if (httpPart === 'body') return exact.compile(schema)
 
     const validate = coercing.compile(schema)
-    const shape = queryShape(schema as QuerySchema)
+    const kinds = new Map(Object.entries((schema as QuerySchema).properties).map(([name, property]) => [name, kindOf(property)]))
     return (data: Record<string, unknown>) => {
-      const errors = prepareQuery(shape, data)
+      const errors = prepareQuery(kinds, data)
       if (errors.length > 0) return { error: errors }
       return validate(data) ? { value: data } : { error: validate.errors as FastifySchemaValidationError[] }
     }

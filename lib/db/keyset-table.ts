@@ -35,6 +35,14 @@ export interface ListPage {
   total?: number | undefined
 }
 
+/**
+ * How long an estimated count is kept, and how many are: the planner's estimate of the same
+ * filters changes only when the table's statistics do (ANALYZE, autovacuum), and asking for it
+ * on every page of a list would cost a fifth of the page (docs/performance.md).
+ */
+const ESTIMATE_TTL = 10_000
+const ESTIMATES_KEPT = 1000
+
 /** Values as PostgreSQL writes them: the rows are written as JSON from its text. */
 const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig
 
@@ -56,6 +64,8 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   const plainList = prepare<[after: number, limit: number], JsonRow>(database, `${name}.list`, (after, limit) =>
     rows(knex).select(columns).where(id, '>', after).orderBy(id).limit(limit), jsonRows(schema, references))
   const find = prepare<[id: number], Row>(database, `${name}.find`, rowId => rows(knex).select(columns).where(id, rowId).first())
+  // The planner's estimates, by filters: they move only as the table's statistics do.
+  const estimates = new Map<string, { rows: number, until: number }>()
   // Every list query selects the same columns: one row writer serves them all.
   let toRow: ((values: (string | null)[]) => JsonRow) | undefined
   let columnIndex: Map<string, number> | undefined
@@ -76,9 +86,16 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       const result = await pool.query({ text: `select count(*)::int as total from (${sql}) matching`, values })
       return result.rows[0].total as number
     }
+    const key = JSON.stringify([sql, values])
+    const known = estimates.get(key)
+    if (known && known.until > Date.now()) return known.rows
     const result = await pool.query({ text: `explain (format json) ${sql}`, values })
     const [plan] = result.rows[0]['QUERY PLAN'] as [{ Plan: { 'Plan Rows': number } }]
-    return Math.round(plan.Plan['Plan Rows'])
+    const estimate = Math.round(plan.Plan['Plan Rows'])
+    // The oldest goes first: a Map keeps the order keys came in.
+    if (estimates.size >= ESTIMATES_KEPT) estimates.delete(estimates.keys().next().value!)
+    estimates.set(key, { rows: estimate, until: Date.now() + ESTIMATE_TTL })
+    return estimate
   }
 
   /** The query of a page that is not the plain list in id order. */

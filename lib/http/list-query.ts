@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
 import { openCursor } from './cursor.js'
 import { InvalidFields } from './invalid-fields.js'
@@ -150,7 +151,7 @@ export type ListQuery = Record<string, unknown> & { limit?: number, after?: numb
  * The list's request from its validated query string. A cursor is signed with `secret`: one
  * that was altered, or made for other filters or another sort, gets 400.
  */
-export function listRequest (scope: string, fields: ListFields, query: ListQuery, secret: string): ListRequest {
+export function listRequest (scope: string, fields: ListFields, query: ListQuery, secret: KeyObject): ListRequest {
   const filters: Filter[] = []
   for (const [name, field] of Object.entries(fields)) {
     const operators = query[name] as Record<string, Filter['value']> | undefined

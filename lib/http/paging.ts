@@ -1,3 +1,4 @@
+import type { KeyObject } from 'node:crypto'
 import type { FastifyReply } from 'fastify'
 import type { ListPage } from '../db/keyset-table.js'
 import { makeCursor } from './cursor.js'
@@ -9,7 +10,7 @@ import type { ListRequest } from './list-query.js'
  * (lib/http/cursor.ts). Nothing else of the request comes along: cache-busting parameters, and
  * `count` (the count does not change from page to page; counting again is the caller's to ask).
  */
-function nextLink (list: ListRequest, next: NonNullable<ListPage['next']>, path: string, secret: string): string {
+function nextLink (list: ListRequest, next: NonNullable<ListPage['next']>, path: string, secret: KeyObject): string {
   if (list.filters.length === 0 && list.sort.length === 0) return `${path}?limit=${list.limit}&after=${next.id}`
   const query = list.filters.map(({ field, operator, value }) =>
     `${field}[${operator}]=${encodeURIComponent(Array.isArray(value) ? value.join(',') : String(value))}`)
@@ -22,7 +23,7 @@ export interface SendOptions {
   /** The list's path, as its links name it. */
   path: string
   /** Signs cursors (lib/http/cursor.ts). */
-  secret: string
+  secret: KeyObject
   /** As the authenticated interface answers: `{ success: true, data: [...] }`. */
   envelope?: boolean | undefined
 }

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { build } from '../helper.js'
+import { cursorSecret } from '../../lib/http/cursor.js'
 import { listRequest, sortValues, type ListQuery } from '../../lib/http/list-query.js'
 import { studentsRepository } from '../../routes/students/repository.js'
 import { studentListFields } from '../../routes/students/schema.js'
@@ -29,7 +30,7 @@ t.test(`at ${ROWS.toLocaleString('en')} students, no documented sort and no cont
   const students = studentsRepository(app.database, message => new Error(message))
 
   async function plan (query: ListQuery): Promise<PlanNode[]> {
-    const request = listRequest('/students', studentListFields, { limit: 100, ...query }, 'secret')
+    const request = listRequest('/students', studentListFields, { limit: 100, ...query }, cursorSecret('a secret'))
     const { sql, bindings } = students.pageSql(request)
     const { rows } = await app.database.pool.query({ text: `explain (format json) ${sql}`, values: bindings as unknown[] })
     return nodes(rows[0]['QUERY PLAN'][0].Plan)
@@ -40,7 +41,7 @@ t.test(`at ${ROWS.toLocaleString('en')} students, no documented sort and no cont
     t.notOk(sequential(await plan({ sort: [sort] })), `sort=${sort}: the first page`)
   }
   for (const [sort, values] of [[['-dob'], ['1980-06-01']], [['-dob', 'name'], ['1980-06-01', 'Student 5']]] as const) {
-    const deep = listRequest('/students', studentListFields, { sort: [...sort], limit: 100 }, 'secret')
+    const deep = listRequest('/students', studentListFields, { sort: [...sort], limit: 100 }, cursorSecret('a secret'))
     deep.after = { values: [...values], id: 500_000 }
     const { sql, bindings } = students.pageSql(deep)
     const { rows } = await app.database.pool.query({ text: `explain (format json) ${sql}`, values: bindings as unknown[] })

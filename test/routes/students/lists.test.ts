@@ -212,3 +212,16 @@ t.test('a next link holds the list\'s parameters as sent, encoded, and nothing a
   const next = await app.inject({ url: /<([^>]+)>/.exec(String(raw.headers.link))![1]! })
   t.equal(next.statusCode, 200, `and the link works: ${next.body.slice(0, 300)}`)
 })
+
+t.test('an estimated count is kept for its list and filters, the oldest of a thousand dropped first', async t => {
+  const app = await build(t)
+  await seed(app)
+  const count = async (url: string) => (await get(app, url)).headers['x-total-count']
+  const first = await count('/students?count=estimated&limit=1')
+  await app.knex.raw(`insert into students (name, email, age, dob)
+    select 'More ' || i, 'more' || i || '@example.com', 20, date '2000-01-01' from generate_series(1, 500) i`)
+  await app.knex.raw('analyze students')
+  t.equal(await count('/students?count=estimated&limit=1'), first, 'the same estimate while it is kept')
+  for (let i = 1; i <= 1000; i++) await app.inject({ url: `/students?count=estimated&limit=1&age[gte]=-${i}` })
+  t.equal(await count('/students?count=estimated&limit=1'), '507', 'dropped for a thousand others: the planner asked again')
+})

@@ -21,7 +21,7 @@ export interface KeysetTableOptions {
   /** What lists filter and sort on. */
   fields: ListFields
   /** How the fields that are not columns filter. */
-  filters?: Record<string, CustomFilter>
+  customFilters?: Record<string, CustomFilter>
   /** The id column as `rows` names it. */
   id?: string
 }
@@ -54,11 +54,11 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as 
  */
 export function keysetTable<Row> (database: Database, options: KeysetTableOptions) {
   const { knex, pool } = database
-  const { name, rows, columns, schema, references = [], fields, filters = {}, id = 'id' } = options
+  const { name, rows, columns, schema, references = [], fields, customFilters = {}, id = 'id' } = options
   // A page's cursor takes each sort key from the row, by the name the row has it under.
   const selected = new Set(columns.filter(column => typeof column === 'string').map(column => column.split('.').at(-1)))
   for (const [field, { column, sortable }] of Object.entries(fields)) {
-    if (column === undefined && !filters[field]) throw new Error(`The list field ${field} of ${name} has neither a column nor a filter of its own`)
+    if (column === undefined && !customFilters[field]) throw new Error(`The list field ${field} of ${name} has neither a column nor a filter of its own`)
     if (sortable && (column === undefined || !selected.has(field))) throw new Error(`The sortable list field ${field} of ${name} is not a column the list selects under that name`)
   }
   const plainList = prepare<[after: number, limit: number], JsonRow>(database, `${name}.list`, (after, limit) =>
@@ -80,7 +80,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
 
   /** The count asked for: PostgreSQL's planner's estimate, or every matching row counted. */
   async function count (request: ListRequest): Promise<number | undefined> {
-    const { sql, bindings } = applyFilters(rows(knex), fields, request.filters, filters).select(knex.raw('1')).toSQL().toNative()
+    const { sql, bindings } = applyFilters(rows(knex), fields, request.filters, customFilters).select(knex.raw('1')).toSQL().toNative()
     const values = bindings as unknown[]
     if (request.count === 'exact') {
       const result = await pool.query({ text: `select count(*)::int as total from (${sql}) matching`, values })
@@ -100,7 +100,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
 
   /** The query of a page that is not the plain list in id order. */
   function pageQuery (request: ListRequest, keys = orderKeys(fields, id, request)): Knex.QueryBuilder {
-    return applyKeyset(applyFilters(rows(knex).select(columns), fields, request.filters, filters), keys, request.after).limit(request.limit + 1)
+    return applyKeyset(applyFilters(rows(knex).select(columns), fields, request.filters, customFilters), keys, request.after).limit(request.limit + 1)
   }
 
   async function page (request: ListRequest): Promise<Omit<ListPage, 'total'>> {

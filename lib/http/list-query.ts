@@ -18,7 +18,7 @@ export interface ListField {
   /**
    * The SQL column it filters and sorts on, as the list's query names it (`u.name`); its
    * last part is the name the row has it under. None for a field the list's table filters
-   * its own way (a user's `role`, keysetTable's `customFilters`), which cannot sort.
+   * its own way (a user's `role`: keysetTable's `customFilters`), which cannot sort.
    */
   column?: string
   sortable?: boolean

@@ -30,7 +30,7 @@ function createRolesRepository (database: Database, cache: CallerCache, conflict
     references: [NamedRef],
     fields: roleListFields,
     id: 'r.id',
-    filters: {
+    customFilters: {
       permission: holdsFilter('select 1 from role_permissions rp join permissions p on p.id = rp.permission_id where rp.role_id = r.id and p.name = any(?::text[])')
     }
   })

@@ -41,7 +41,7 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
     references: [NamedRef],
     fields: userListFields,
     id: 'u.id',
-    filters: {
+    customFilters: {
       role: holdsFilter('select 1 from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id and lower(r.name) in (select lower(name) from unnest(?::text[]) name)')
     }
   })

@@ -65,12 +65,18 @@ t.test('filters, in the deepObject style, on both variants', async t => {
   }
 
   t.test('a record\'s timestamp as shown finds it; gt that value leaves it out', async t => {
-    const shown = students[3]!.created_at
+    // A millisecond of their own each, stored to the microsecond as PostgreSQL stores now().
+    for (const [i, student] of students.entries()) {
+      await app.knex('students').where({ id: student.id }).update({ created_at: `2026-01-0${i + 1}T00:00:00.123456Z` })
+    }
+    const shown = (await get(app, `/students/${students[3]!.id}`)).body.created_at
+    t.equal(shown, '2026-01-04T00:00:00.123Z', 'shown to the millisecond')
     t.same(names((await get(app, `/students?created_at[eq]=${shown}`)).body), ['Edsger Dijkstra'])
     t.notOk(names((await get(app, `/students?created_at[gt]=${shown}`)).body).includes('Edsger Dijkstra'))
     t.ok(names((await get(app, `/students?created_at[lte]=${shown}`)).body).includes('Edsger Dijkstra'))
     t.notOk(names((await get(app, `/students?created_at[ne]=${shown}`)).body).includes('Edsger Dijkstra'))
     t.same(names((await get(app, `/students?created_at[in]=${shown},2001-01-01T00:00:00Z`)).body), ['Edsger Dijkstra'])
+    t.same(names((await get(app, `/students?created_at[gte]=${shown}&created_at[lt]=2026-01-05T00:00:00.123Z`)).body), ['Edsger Dijkstra'], 'gte and lt: from its millisecond up to the next record\'s')
   })
 })
 
@@ -206,6 +212,11 @@ t.test('a next link holds the list\'s parameters as sent, encoded, and nothing a
   const page = await get(app, '/students?sort=name&limit=1&name[contains]=a&x=%22%3E%3Crel')
   const link = String(page.headers.link)
   t.match(link, /^<\/students\?name\[contains\]=a&sort=name&limit=1&cursor=[\w-]+>; rel="next"$/, 'unknown parameters left out')
+  const chosen = (await get(app, '/students?limit=3')).body.map((student: Student) => student.id)
+  const listed = await get(app, `/students?id[in]=${chosen.join(',')}&limit=2`)
+  t.match(listed.headers.link, new RegExp(`^</students\\?id\\[in\\]=${chosen.join('%2C')}&limit=2&cursor=[\\w-]+>; rel="next"$`), 'a filter\'s list of values carried on, in id order')
+  const rest = await get(app, /<([^>]+)>/.exec(String(listed.headers.link))![1]!)
+  t.same(rest.body.map((student: Student) => student.id), [chosen[2]], 'and followed')
   const raw = await app.inject({ url: '/students?sort=name&limit=1&name[ne]="<>%' })
   t.equal(raw.statusCode, 200)
   t.match(raw.headers.link, /^<\/students\?name\[ne\]=[\w%]+&sort=name&limit=1&cursor=[\w-]+>; rel="next"$/, 'quotes, angle brackets and a stray % encoded')

@@ -1,9 +1,9 @@
-/** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
-export const MAX_ID = 2_147_483_647
-
 /** The range of a PostgreSQL `integer`. */
 export const INT_MIN = -2_147_483_648
 export const INT_MAX = 2_147_483_647
+
+/** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
+export const MAX_ID = INT_MAX
 
 /** A list's page: 100 records unless asked, 1000 at the most. */
 export const DEFAULT_PAGE = 100

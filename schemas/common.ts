@@ -18,9 +18,12 @@ const ERRORS: Record<number, string> = {
   403: 'The caller lacks the permission this needs',
   404: 'No record with this id',
   408: 'The request body did not all arrive within the time limit (the connection is closed)',
-  409: 'A unique value is taken, or the change would leave no administrator',
+  409: 'A unique value is taken, the change would leave no administrator, or a request with the same `Idempotency-Key` is still under way (with `Retry-After`)',
+  412: '`If-Match` holds none of the record\'s current tags: it changed since it was read (`ETag` is its current tag); nothing was written',
   413: 'The request body is larger than the limit',
   415: 'The request body is not JSON',
+  422: 'This `Idempotency-Key` was used with another request (method, path, body, caller)',
+  428: 'The service requires `If-Match` on updates and deletes (`REQUIRE_IF_MATCH`)',
   429: 'Too many attempts (with `Retry-After`)',
   500: 'The server failed; the body says nothing of the cause',
   503: 'The database is unavailable or busy, or the service overloaded, shutting down or too slow to answer in time (with `Retry-After`); the request changed nothing'
@@ -45,15 +48,61 @@ export const IdParams = Type.Object({
  * follow, `X-Total-Count` when a count was asked for.
  */
 export function ListResponse (page: TSchema, description: string) {
-  const options = {
-    description: `${description}; \`Link\` points at the next`,
-    headers: {
-      link: Type.String({ description: 'When more records follow: `<path?…>; rel="next"`, the next page' }),
-      'x-total-count': Type.Integer({ minimum: 0, description: 'With `count`: the number of records matching the filters, exact or estimated as asked' })
-    }
-  }
-  return page.$id === undefined ? { ...page, ...options } : Type.Ref(page, options)
+  return described(page, `${description}; \`Link\` points at the next`, {
+    link: Type.String({ description: 'When more records follow: `<path?…>; rel="next"`, the next page' }),
+    'x-total-count': Type.Integer({ minimum: 0, description: 'With `count`: the number of records matching the filters, exact or estimated as asked' }),
+    etag: Type.String({ description: 'The page\'s weak entity tag, for `If-None-Match`', example: 'W/"2jmj7l5rSw0yVb_vlWAYkK"' })
+  })
 }
+
+/** A response's schema with its description and headers: a named schema is referenced. */
+function described (schema: TSchema, description: string, headers: Record<string, TSchema>) {
+  const options = { description, headers }
+  return schema.$id === undefined ? { ...schema, ...options } : Type.Ref(schema, options)
+}
+
+const ETAG = Type.String({ description: 'The record\'s entity tag, for `If-None-Match` and `If-Match`', example: '"1234"' })
+
+/** A response of a record, or a list page, with its `ETag` (and other headers). */
+export function Tagged (schema: TSchema, description: string, headers: Record<string, TSchema> = {}) {
+  return described(schema, description, { etag: ETAG, ...headers })
+}
+
+/** The answer to a GET or HEAD whose `If-None-Match` holds the current tag. */
+export const NotModified = Type.Null({
+  description: 'Not Modified: `If-None-Match` holds the current tag; no body, and `ETag` repeated',
+  headers: { etag: ETAG }
+})
+
+/** A create's answer: the record, its address, its tag (unless `tagged` is false), and whether it is a repeat's. */
+export function Created (schema: TSchema, description: string, tagged = true) {
+  const headers = {
+    location: Type.String({ description: 'The new record\'s address' }),
+    'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' })
+  }
+  return tagged ? Tagged(schema, description, headers) : described(schema, description, headers)
+}
+
+/** The headers a create takes: `Idempotency-Key`. */
+export const CreateHeaders = Type.Object({
+  'idempotency-key': Type.Optional(Type.String({
+    minLength: 1,
+    maxLength: 255,
+    pattern: '^[\\x20-\\x7e]+$',
+    description: 'Makes the create safe to retry: a repeat with the same key and the same request within `IDEMPOTENCY_TTL` (24 h) gets the first answer again (`Idempotent-Replayed: true`) and writes nothing. 1-255 printable ASCII characters; a UUID is a good key.',
+    example: '3b1f9c1e-8e4a-4c2b-9f57-0c1d2e3f4a5b'
+  }))
+})
+
+/** The headers a GET of a record or list takes: `If-None-Match`. */
+export const ReadHeaders = Type.Object({
+  'if-none-match': Type.Optional(Type.String({ description: 'Tags the client holds (`"…"`, `W/"…"`, comma-separated, or `*`): when one is current, 304 with no body', example: '"1234"' }))
+})
+
+/** The headers an update or delete takes: `If-Match`. */
+export const WriteHeaders = Type.Object({
+  'if-match': Type.Optional(Type.String({ description: 'Tags the client read the record with (comma-separated), or `*` for any: when none is current, 412 and nothing is written. Required with `REQUIRE_IF_MATCH` (428 without).', example: '"1234"' }))
+})
 
 /** A timestamp as the service returns it: ISO 8601 in UTC. */
 export const Timestamp = Type.String({ format: 'date-time', example: '2026-11-22T09:30:00.000Z' })

@@ -6,6 +6,7 @@ import { MAX_ID } from '../http/limits.js'
 import { jsonRows, type JsonRow } from './json-row-writer.js'
 import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
+import { versionColumn, type Versioned } from './row-versions.js'
 
 export interface KeysetTableOptions {
   /** Names its statements, unique to the resource. */
@@ -63,7 +64,10 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   }
   const plainList = prepare<[after: number, limit: number], JsonRow>(database, `${name}.list`, (after, limit) =>
     rows(knex).select(columns).where(id, '>', after).orderBy(id).limit(limit), jsonRows(schema, references))
-  const find = prepare<[id: number], Row>(database, `${name}.find`, rowId => rows(knex).select(columns).where(id, rowId).first())
+  // A row is found with its version, which tags it (lib/db/row-versions.ts).
+  const table = id.includes('.') ? id.slice(0, id.lastIndexOf('.')) : undefined
+  const find = prepare<[id: number], Versioned<Row>>(database, `${name}.find`, rowId =>
+    rows(knex).select([...columns, versionColumn(knex, table)]).where(id, rowId).first())
   // The planner's estimates, by filters: they move only as the table's statistics do.
   const estimates = new Map<string, { rows: number, until: number }>()
   // Every list query selects the same columns: one row writer serves them all.
@@ -137,8 +141,8 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       return pageQuery(request).toSQL().toNative()
     },
 
-    /** The row of this id, if any; an id past PostgreSQL's integers names none. */
-    async find (rowId: number, trx: Knex = knex): Promise<Row | undefined> {
+    /** The row of this id with its version, if any; an id past PostgreSQL's integers names none. */
+    async find (rowId: number, trx: Knex = knex): Promise<Versioned<Row> | undefined> {
       if (rowId > MAX_ID) return undefined
       return (await find([rowId], trx)).rows[0]
     }

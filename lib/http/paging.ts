@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto'
 import type { FastifyReply } from 'fastify'
 import type { ListPage } from '../db/keyset-table.js'
 import { makeCursor } from './cursor.js'
+import { contentTag } from './entity-tags.js'
 import type { ListRequest } from './list-query.js'
 
 /**
@@ -31,12 +32,14 @@ export interface SendOptions {
 /**
  * Sends one page of rows written as JSON (lib/db/json-row-writer.ts) as a JSON array, or as
  * the `data` of the authenticated interface's `{ success: true, data }`; with `Link: <…>;
- * rel="next"` when more follow and `X-Total-Count` when a count was asked for. Fastify sends
- * a string whose content type is JSON as it is, without serializing it again.
+ * rel="next"` when more follow, `X-Total-Count` when a count was asked for, and a weak `ETag`
+ * of the page (304 for an `If-None-Match` that holds it). Fastify sends a string whose
+ * content type is JSON as it is, without serializing it again.
  */
 export function sendPage (reply: FastifyReply, list: ListRequest, page: ListPage, options: SendOptions): FastifyReply {
   if (page.next) reply.header('link', `<${nextLink(list, page.next, options.path, options.secret)}>; rel="next"`)
   if (page.total !== undefined) reply.header('x-total-count', String(page.total))
   const array = `[${page.rows.map(row => row.json).join(',')}]`
-  return reply.type('application/json; charset=utf-8').send(options.envelope ? `{"success":true,"data":${array}}` : array)
+  const body = options.envelope ? `{"success":true,"data":${array}}` : array
+  return reply.type('application/json; charset=utf-8').sendTagged(contentTag(body, true), body)
 }

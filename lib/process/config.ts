@@ -18,6 +18,10 @@ export interface Config {
   corsOrigins: string[]
   auth: AuthConfig
   timeouts: Timeouts
+  /** How long a create's answer is kept for a repeat with its Idempotency-Key, in seconds. */
+  idempotencyTtlSeconds: number
+  /** Updates and deletes without If-Match are refused (428). */
+  requireIfMatch: boolean
 }
 
 /** Every limit in time, in milliseconds. */
@@ -169,6 +173,10 @@ function origins (env: Env, name: string): string[] {
   return list
 }
 
+function flag (env: Env, name: string, fallback: boolean): boolean {
+  return oneOf(env, name, String(fallback) as 'true' | 'false', ['true', 'false']) === 'true'
+}
+
 function optional (env: Env, name: string): string | undefined {
   return read(env, name)
 }
@@ -238,6 +246,8 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
       dbIdleInTransaction: milliseconds(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT', 10_000),
       maxEventLoopDelay: milliseconds(env, 'MAX_EVENT_LOOP_DELAY', 1_000),
       slowRequest: milliseconds(env, 'SLOW_REQUEST', 1_000)
-    }
+    },
+    idempotencyTtlSeconds: duration(env, 'IDEMPOTENCY_TTL', 86_400),
+    requireIfMatch: flag(env, 'REQUIRE_IF_MATCH', false)
   }
 }

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { InvalidFields } from '../../lib/http/invalid-fields.js'
+import { PreconditionFailedError } from './conditional-requests.js'
 import { HandlerTimeoutError } from './request-timing.js'
 import { SECURITY_HEADERS } from './security-headers.js'
 
@@ -165,6 +166,8 @@ export default fp(async (fastify) => {
       request.log.error({ err: error }, 'request failed')
       return sendError(reply, statusCode, 'The server failed to answer this request')
     }
+    // The current tag, so that the client can read the record again and decide.
+    if (error instanceof PreconditionFailedError) reply.header('etag', error.etag)
     // A route that does not exist is a scanner's probe as often as not: a line each at info
     // would let anyone fill the logs.
     if (request.is404) request.log.debug({ err: error }, 'no such route')

@@ -3,6 +3,7 @@ import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
+import { atVersion, versionColumn, type Versioned } from '../../lib/db/row-versions.js'
 import { Student, studentListFields, type StudentInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
@@ -10,9 +11,11 @@ const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'
 /** Data access for the students table, shared by both variants of the student routes. */
 export function studentsRepository (database: Database, conflict: (message: string) => Error) {
   const { knex } = database
+  // What a write returns: the record and its new version, which tags it.
+  const written = [...COLUMNS, versionColumn(knex)]
   const queries = {
-    create: prepare<[age: number, dob: string, email: string, name: string], Student>(database, 'students.create', (age, dob, email, name) =>
-      knex('students').insert({ age, dob, email, name }).returning(COLUMNS)),
+    create: prepare<[age: number, dob: string, email: string, name: string], Versioned<Student>>(database, 'students.create', (age, dob, email, name) =>
+      knex('students').insert({ age, dob, email, name }).returning(written)),
     remove: prepare<[id: number], never>(database, 'students.remove', id => knex('students').where({ id }).delete())
   }
   const emailTakenOr = (error: unknown, email: string | undefined) =>
@@ -21,7 +24,7 @@ export function studentsRepository (database: Database, conflict: (message: stri
   return {
     ...keysetTable<Student>(database, { name: 'students', rows: knex => knex('students'), columns: COLUMNS, schema: Student, fields: studentListFields }),
 
-    async create (input: StudentInput, trx: Knex = knex): Promise<Student> {
+    async create (input: StudentInput, trx: Knex = knex): Promise<Versioned<Student>> {
       try {
         const { age, dob, email, name } = input
         return (await queries.create([age, dob, email, name], trx)).rows[0]!
@@ -30,21 +33,22 @@ export function studentsRepository (database: Database, conflict: (message: stri
       }
     },
 
-    async update (id: number, changes: Partial<StudentInput>, trx: Knex = knex): Promise<Student | undefined> {
+    /** The student as changed; undefined if there is none with this id at one of `versions` (any, without). */
+    async update (id: number, changes: Partial<StudentInput>, versions?: string[], trx: Knex = knex): Promise<Versioned<Student> | undefined> {
       if (id > MAX_ID) return undefined
       try {
-        const [student] = await trx('students')
-          .update({ ...changes, updated_at: trx.fn.now() })
-          .where({ id })
-          .returning(COLUMNS)
-        return student as Student | undefined
+        const [student] = await atVersion(trx('students').update({ ...changes, updated_at: trx.fn.now() }).where({ id }), versions)
+          .returning(written)
+        return student as Versioned<Student> | undefined
       } catch (error) {
         throw emailTakenOr(error, changes.email)
       }
     },
 
-    async remove (id: number, trx: Knex = knex): Promise<boolean> {
+    /** Whether a student with this id, at one of `versions` (any, without), was removed. */
+    async remove (id: number, versions?: string[], trx: Knex = knex): Promise<boolean> {
       if (id > MAX_ID) return false
+      if (versions !== undefined) return await atVersion(trx('students').where({ id }), versions).delete() > 0
       return (await queries.remove([id], trx)).rowCount! > 0
     }
   }

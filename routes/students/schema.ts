@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../lib/http/list-query.js'
-import { AtLeastOneOf, errorResponses, IdParams, ListResponse, Timestamp } from '../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
 
 /** The writable fields of a student. */
 const studentFields = {
@@ -57,7 +57,8 @@ export function studentSchemas (namespace: string, tag: string) {
       summary: 'List students',
       description: 'Students, filtered and sorted as asked (by default all, in id order), one page at a time. When more follow, a `Link: <…>; rel="next"` header points at the next page.',
       querystring: listQuerySchema(studentListFields),
-      response: { 200: ListResponse(StudentList, 'One page of students'), ...errorResponses(400) }
+      headers: ReadHeaders,
+      response: { 200: ListResponse(StudentList, 'One page of students'), 304: NotModified, ...errorResponses(400) }
     },
     show: {
       ...common,
@@ -65,15 +66,17 @@ export function studentSchemas (namespace: string, tag: string) {
       summary: 'Get one student',
       description: 'The student with this id, or 404.',
       params: IdParams,
-      response: { 200: Type.Ref(Student, { description: 'The student' }), ...errorResponses(400, 404) }
+      headers: ReadHeaders,
+      response: { 200: Tagged(Student, 'The student'), 304: NotModified, ...errorResponses(400, 404) }
     },
     store: {
       ...common,
       operationId: `${namespace}.store`,
       summary: 'Add a student',
       description: 'Answers 201 with the new student and its address in `Location`.',
+      headers: CreateHeaders,
       body: Type.Ref(StudentInput),
-      response: { 201: Type.Ref(Student, { description: 'The new student; `Location` is its address' }), ...errorResponses(400, 409, 413, 415) }
+      response: { 201: Created(Student, 'The new student; `Location` is its address'), ...errorResponses(400, 409, 413, 415, 422) }
     },
     update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
       return {
@@ -84,8 +87,9 @@ export function studentSchemas (namespace: string, tag: string) {
           ? 'Takes the name only; any other property is refused (400).'
           : 'Changes the fields given, at least one; the others keep their values.',
         params: IdParams,
+        headers: WriteHeaders,
         body: mode === 'name-only' ? NameOnly : SomeFields,
-        response: { 200: Type.Ref(Student, { description: 'The student as changed' }), ...errorResponses(400, 404, 409, 413, 415) }
+        response: { 200: Tagged(Student, 'The student as changed'), ...errorResponses(400, 404, 409, 412, 413, 415, 428) }
       }
     },
     destroy: {
@@ -94,7 +98,8 @@ export function studentSchemas (namespace: string, tag: string) {
       summary: 'Remove a student',
       description: 'Deletes the student for good; answers 204 with no body, or 404.',
       params: IdParams,
-      response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(400, 404) }
+      headers: WriteHeaders,
+      response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(400, 404, 412, 428) }
     }
   }
 }

@@ -1,5 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { OpenApiTag } from '../../plugins/external/swagger.js'
+import { unwritten } from '../../plugins/app/conditional-requests.js'
+import { allowedVersions } from '../../lib/db/row-versions.js'
+import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
 import { studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
 
@@ -19,21 +22,27 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const students = studentsRepository(fastify.database, message => fastify.httpErrors.conflict(message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
+    const currentTag = async (id: number) => {
+      const student = await students.find(id)
+      return student && versionTag(student.version)
+    }
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)
       return fastify.lists.send(reply, list, await students.query(list), { path: fastify.prefix })
     })
 
-    fastify.get('/:id', { schema: schemas.show }, async (request) => {
+    fastify.get('/:id', { schema: schemas.show }, async (request, reply) => {
       const student = await students.find(request.params.id)
       if (!student) throw notFound(request.params.id)
-      return student
+      return reply.sendTagged(versionTag(student.version), student)
     })
 
     fastify.post('/', { schema: schemas.store }, async (request, reply) => {
-      const student = await request.guardWrite(() => students.create(request.body))
-      return reply.code(201).header('location', `${fastify.prefix}/${student.id}`).send(student)
+      return request.createOnce(reply, async db => {
+        const student = await students.create(request.body, db)
+        return { body: student, location: `${fastify.prefix}/${student.id}`, etag: versionTag(student.version) }
+      })
     })
 
     const methods = variant.patch ? ['PUT', 'PATCH'] as const : ['PUT'] as const
@@ -42,16 +51,22 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
         method,
         url: '/:id',
         schema: schemas.update(variant.update, method),
-        handler: async (request) => {
-          const student = await request.guardWrite(() => students.update(request.params.id, request.body))
-          if (!student) throw notFound(request.params.id)
-          return student
+        handler: async (request, reply) => {
+          const { id } = request.params
+          const tags = request.ifMatch()
+          const student = await request.guardWrite(() => students.update(id, request.body, allowedVersions(tags)))
+          if (!student) throw await unwritten(tags, () => currentTag(id), () => notFound(id))
+          return reply.header('etag', versionTag(student.version)).send(student)
         }
       })
     }
 
     fastify.delete('/:id', { schema: schemas.destroy }, async (request, reply) => {
-      if (!await request.guardWrite(() => students.remove(request.params.id))) throw notFound(request.params.id)
+      const { id } = request.params
+      const tags = request.ifMatch()
+      if (!await request.guardWrite(() => students.remove(id, allowedVersions(tags)))) {
+        throw await unwritten(tags, () => currentTag(id), () => notFound(id))
+      }
       return reply.code(204).send(null)
     })
   }

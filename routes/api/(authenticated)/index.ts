@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { contentTag } from '../../../lib/http/entity-tags.js'
 import { accountSchemas, accountSharedSchemas } from './schema.js'
 
 /** `/api/logout`, `/api/profile` and `/api/permissions`: any caller with a valid token. */
@@ -12,9 +13,10 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     return { success: true as const, data: null, message: 'Logged out' }
   })
 
-  fastify.get('/profile', { schema: accountSchemas.profile }, async (request) => {
+  // The profile changes with the caller's roles and their permissions: its tag is its digest.
+  fastify.get('/profile', { schema: accountSchemas.profile }, async (request, reply) => {
     const profile = await fastify.usersRepository.profile(request.user.id)
-    return { success: true as const, data: profile! }
+    return reply.sendTagged(contentTag(JSON.stringify(profile)), { success: true as const, data: profile! })
   })
 
   fastify.get('/permissions', { schema: accountSchemas.permissions }, async () => {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { Envelope, errorResponses, NamedRef, Timestamp } from '../../../schemas/common.js'
+import { Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp } from '../../../schemas/common.js'
 import { authTag } from '../(public)/schema.js'
 import { rolesTag } from './roles/schema.js'
 
@@ -31,7 +31,8 @@ export const accountSchemas = {
     operationId: 'auth.profile',
     summary: 'The caller',
     description: 'The user the token belongs to, with the names of their roles and of the permissions those give.',
-    response: { 200: Envelope(Type.Ref(Profile), { description: 'The caller' }), ...errorResponses(401) }
+    headers: ReadHeaders,
+    response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller'), 304: NotModified, ...errorResponses(401) }
   },
   permissions: {
     ...auth,

@@ -35,12 +35,13 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('register') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
-    const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
-      return usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
-    }))
-    return reply.code(201).header('location', `/api/users/${user.id}`)
-      .send({ success: true as const, data: fastify.issueToken(user), message: 'Registered' })
+    return request.createOnce(reply, async db => {
+      const user = await db.transaction(async trx => {
+        const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
+        return usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+      })
+      return { body: { success: true as const, data: fastify.issueToken(user), message: 'Registered' }, location: `/api/users/${user.id}` }
+    })
   })
 }
 

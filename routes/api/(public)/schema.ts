@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { errorResponses } from '../../../schemas/common.js'
+import { Created, CreateHeaders, errorResponses, TokenEnvelope } from '../../../schemas/common.js'
 import { userFields } from '../../../schemas/users.js'
 
 /** The OpenAPI tag of the account operations, with and without a token. */
@@ -26,7 +26,8 @@ export const authSchemas = {
     operationId: 'auth.register',
     summary: 'Register',
     description: 'Creates a user with the roles named in REGISTER_ROLES and answers a bearer token for them. Rate limited like login.',
+    headers: CreateHeaders,
     body: Type.Object(userFields, { additionalProperties: false }),
-    response: { 201: token('A bearer token for the new user; `Location` is the user\'s address'), ...errorResponses(400, 409, 413, 415, 429) }
+    response: { 201: Created(TokenEnvelope, 'A bearer token for the new user; `Location` is the user\'s address', false), ...errorResponses(400, 409, 413, 415, 422, 429) }
   }
 }

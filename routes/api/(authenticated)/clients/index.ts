@@ -1,4 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { unwritten } from '../../../../plugins/app/conditional-requests.js'
+import { allowedVersions } from '../../../../lib/db/row-versions.js'
+import { versionTag } from '../../../../lib/http/entity-tags.js'
 import { clientsRepository } from './repository.js'
 import { clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 
@@ -7,22 +10,27 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas })
   const repository = clientsRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
+  const currentTag = async (id: number) => {
+    const client = await repository.find(id)
+    return client && versionTag(client.version)
+  }
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, clientListFields)
     return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
-  fastify.get('/:id', { schema: clientSchemas.show, onRequest: fastify.can('client-list') }, async (request) => {
+  fastify.get('/:id', { schema: clientSchemas.show, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const client = await repository.find(request.params.id)
     if (!client) throw notFound(request.params.id)
-    return { success: true as const, data: client }
+    return reply.sendTagged(versionTag(client.version), { success: true as const, data: client })
   })
 
   fastify.post('/', { schema: clientSchemas.store, onRequest: fastify.can('client-create') }, async (request, reply) => {
-    const client = await request.guardWrite(() => repository.create(request.body))
-    return reply.code(201).header('location', `${fastify.prefix}/${client.id}`)
-      .send({ success: true as const, data: client, message: 'Client created' })
+    return request.createOnce(reply, async db => {
+      const client = await repository.create(request.body, db)
+      return { body: { success: true as const, data: client, message: 'Client created' }, location: `${fastify.prefix}/${client.id}`, etag: versionTag(client.version) }
+    })
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -31,17 +39,21 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
       url: '/:id',
       schema: clientSchemas.update(method),
       onRequest: fastify.can('client-edit'),
-      handler: async (request) => {
-        const client = await request.guardWrite(() => repository.update(request.params.id, request.body))
-        if (!client) throw notFound(request.params.id)
-        return { success: true as const, data: client, message: 'Client updated' }
+      handler: async (request, reply) => {
+        const { id } = request.params
+        const tags = request.ifMatch()
+        const client = await request.guardWrite(() => repository.update(id, request.body, allowedVersions(tags)))
+        if (!client) throw await unwritten(tags, () => currentTag(id), () => notFound(id))
+        return reply.header('etag', versionTag(client.version)).send({ success: true as const, data: client, message: 'Client updated' })
       }
     })
   }
 
   fastify.delete('/:id', { schema: clientSchemas.destroy, onRequest: fastify.can('client-delete') }, async (request) => {
-    const client = await request.guardWrite(() => repository.remove(request.params.id))
-    if (!client) throw notFound(request.params.id)
+    const { id } = request.params
+    const tags = request.ifMatch()
+    const client = await request.guardWrite(() => repository.remove(id, allowedVersions(tags)))
+    if (!client) throw await unwritten(tags, () => currentTag(id), () => notFound(id))
     return { success: true as const, data: client, message: 'Client deleted' }
   })
 }

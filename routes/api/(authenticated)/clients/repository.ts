@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
+import { atVersion, versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
 import { Client, clientListFields, type ClientInput } from './schema.js'
 
@@ -10,25 +11,28 @@ const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'ema
 export function clientsRepository (database: Database) {
   const { knex } = database
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
+  // What a write returns: the record and its new version, which tags it.
+  const written = [...COLUMNS, versionColumn(knex)]
 
   return {
     ...keysetTable<Client>(database, { name: 'clients', rows: live, columns: COLUMNS, schema: Client, fields: clientListFields }),
 
-    async create (input: ClientInput, trx: Knex = knex): Promise<Client> {
-      const [client] = await trx('clients').insert(input).returning(COLUMNS)
-      return client as Client
+    async create (input: ClientInput, trx: Knex = knex): Promise<Versioned<Client>> {
+      const [client] = await trx('clients').insert(input).returning(written)
+      return client as Versioned<Client>
     },
 
-    async update (id: number, changes: Partial<ClientInput>, trx: Knex = knex): Promise<Client | undefined> {
+    /** The client as changed; undefined if there is none with this id at one of `versions` (any, without). */
+    async update (id: number, changes: Partial<ClientInput>, versions?: string[], trx: Knex = knex): Promise<Versioned<Client> | undefined> {
       if (id > MAX_ID) return undefined
-      const [client] = await live(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(COLUMNS)
-      return client as Client | undefined
+      const [client] = await atVersion(live(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }), versions).returning(written)
+      return client as Versioned<Client> | undefined
     },
 
-    /** Soft delete: the row stays, with deleted_at set. */
-    async remove (id: number, trx: Knex = knex): Promise<Client | undefined> {
+    /** Soft delete: the row stays, with deleted_at set. Undefined as for `update`. */
+    async remove (id: number, versions?: string[], trx: Knex = knex): Promise<Client | undefined> {
       if (id > MAX_ID) return undefined
-      const [client] = await live(trx).update({ deleted_at: trx.fn.now() }).where({ id }).returning(COLUMNS)
+      const [client] = await atVersion(live(trx).update({ deleted_at: trx.fn.now() }).where({ id }), versions).returning(COLUMNS)
       return client as Client | undefined
     }
   }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse, Timestamp } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../../../schemas/common.js'
 
 export const clientFields = {
   name: Type.String({ minLength: 1, maxLength: 255, example: 'Acme Sp. z o.o.' }),
@@ -35,7 +35,7 @@ export const clientListFields: ListFields = {
   updated_at: { type: 'timestamp', column: 'updated_at', description: 'last update\'s time' }
 }
 
-const ClientEnvelope = (description: string) => Envelope(Type.Ref(Client), { description })
+const ClientEnvelope = Envelope(Type.Ref(Client))
 /** The OpenAPI tag of every client operation. */
 export const clientsTag = { name: 'clients', description: 'Clients, behind the client-* permissions' }
 const auth = { tags: [clientsTag.name], security: [{ bearerAuth: [] }] }
@@ -47,7 +47,8 @@ export const clientSchemas = {
     summary: 'List clients',
     description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs client-list.',
     querystring: listQuerySchema(clientListFields),
-    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Client))), 'One page of clients'), ...errorResponses(400, 401, 403) }
+    headers: ReadHeaders,
+    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Client))), 'One page of clients'), 304: NotModified, ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,
@@ -55,15 +56,17 @@ export const clientSchemas = {
     summary: 'Get one client',
     description: 'Needs client-list.',
     params: IdParams,
-    response: { 200: ClientEnvelope('The client'), ...errorResponses(400, 401, 403, 404) }
+    headers: ReadHeaders,
+    response: { 200: Tagged(ClientEnvelope, 'The client'), 304: NotModified, ...errorResponses(400, 401, 403, 404) }
   },
   store: {
     ...auth,
     operationId: 'clients.store',
     summary: 'Create a client',
     description: 'Needs client-create.',
+    headers: CreateHeaders,
     body: Type.Ref(ClientInput),
-    response: { 201: ClientEnvelope('The new client; `Location` is its address'), ...errorResponses(400, 401, 403, 413, 415) }
+    response: { 201: Created(ClientEnvelope, 'The new client; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,
@@ -71,8 +74,9 @@ export const clientSchemas = {
     summary: method === 'PUT' ? 'Replace a client' : 'Change some fields of a client',
     description: method === 'PUT' ? 'Takes every field; needs client-edit.' : 'Takes at least one field; the others keep their values. Needs client-edit.',
     params: IdParams,
+    headers: WriteHeaders,
     body: method === 'PUT' ? Type.Ref(ClientInput) : AtLeastOneOf(Type.Object(clientFields)),
-    response: { 200: ClientEnvelope('The client as changed'), ...errorResponses(400, 401, 403, 404, 413, 415) }
+    response: { 200: Tagged(ClientEnvelope, 'The client as changed'), ...errorResponses(400, 401, 403, 404, 412, 413, 415, 428) }
   }),
   destroy: {
     ...auth,
@@ -80,7 +84,8 @@ export const clientSchemas = {
     summary: 'Delete a client',
     description: 'Soft delete: the client is kept, invisible to the API.',
     params: IdParams,
-    response: { 200: ClientEnvelope('The deleted client'), ...errorResponses(400, 401, 403, 404) }
+    headers: WriteHeaders,
+    response: { 200: Envelope(Type.Ref(Client), { description: 'The deleted client' }), ...errorResponses(400, 401, 403, 404, 412, 428) }
   }
 }
 

@@ -1,8 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
-import { ADMIN_ROLE, roleListFields } from '../../../../schemas/roles.js'
+import { representationTagger } from '../../../../lib/http/entity-tags.js'
+import { NamedRef } from '../../../../schemas/common.js'
+import { ADMIN_ROLE, Role, roleListFields } from '../../../../schemas/roles.js'
 import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
+
+/**
+ * A role's tag is the digest of the role as shown, permissions included. Every write of a role
+ * holds the Admin role's lock, so an `If-Match` checked in its transaction holds until it commits.
+ */
+const roleTag = representationTagger(Role, [NamedRef])
 
 /**
  * `/api/roles`: roles and their permissions, behind the role-* permissions. Their data access
@@ -36,19 +44,20 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
-  fastify.get('/:id', { schema: roleSchemas.show, onRequest: fastify.can('role-list') }, async (request) => {
+  fastify.get('/:id', { schema: roleSchemas.show, onRequest: fastify.can('role-list') }, async (request, reply) => {
     const role = await repository.find(request.params.id)
     if (!role) throw roleNotFound(request.params.id)
-    return { success: true as const, data: role }
+    return reply.sendTagged(roleTag(role), { success: true as const, data: role })
   })
 
   fastify.post('/', { schema: roleSchemas.store, onRequest: fastify.can('role-create') }, async (request, reply) => {
-    const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      const permissionIds = await changeable(request.body.permission, [], request.user.permissions, trx)
-      return repository.create(request.body.name, permissionIds, trx)
-    }))
-    return reply.code(201).header('location', `${fastify.prefix}/${role.id}`)
-      .send({ success: true as const, data: role, message: 'Role created' })
+    return request.createOnce(reply, async db => {
+      const role = await db.transaction(async trx => {
+        const permissionIds = await changeable(request.body.permission, [], request.user.permissions, trx)
+        return repository.create(request.body.name, permissionIds, trx)
+      })
+      return { body: { success: true as const, data: role, message: 'Role created' }, location: `${fastify.prefix}/${role.id}`, etag: roleTag(role) }
+    })
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -57,13 +66,15 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       url: '/:id',
       schema: roleSchemas.update(method),
       onRequest: fastify.can('role-edit'),
-      handler: async (request) => {
+      handler: async (request, reply) => {
         const { id } = request.params
+        const tags = request.ifMatch()
         const { name, permission } = request.body
         const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
           await repository.lockAdmin(trx)
           const current = await repository.find(id, trx)
           if (!current) throw roleNotFound(id)
+          request.checkIfMatch(tags, roleTag(current))
           const before = current.permissions.map(p => p.name)
           if (current.name === ADMIN_ROLE) {
             if (name !== undefined && name !== ADMIN_ROLE) throw conflict('The Admin role cannot be renamed')
@@ -72,17 +83,19 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
           const permissionIds = await changeable(permission ?? before, before, request.user.permissions, trx)
           return repository.update(id, { name, permissionIds: permission && permissionIds }, trx)
         }))
-        return { success: true as const, data: role, message: 'Role updated' }
+        return reply.header('etag', roleTag(role)).send({ success: true as const, data: role, message: 'Role updated' })
       }
     })
   }
 
   fastify.delete('/:id', { schema: roleSchemas.destroy, onRequest: fastify.can('role-delete') }, async (request) => {
     const { id } = request.params
+    const tags = request.ifMatch()
     const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       await repository.lockAdmin(trx)
       const current = await repository.find(id, trx)
       if (!current) throw roleNotFound(id)
+      request.checkIfMatch(tags, roleTag(current))
       if (current.name === ADMIN_ROLE) throw conflict('The Admin role cannot be deleted')
       // Deleting a role takes its permissions from its holders: the caller must hold them all.
       await changeable([], current.permissions.map(p => p.name), request.user.permissions, trx)

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, WriteHeaders } from '../../../../schemas/common.js'
 import { Role, roleListFields } from '../../../../schemas/roles.js'
 
 export const roleFields = {
@@ -14,6 +14,7 @@ export const RoleInput = Type.Object(roleFields, { $id: 'RoleInput', additionalP
 export type RoleInput = Static<typeof RoleInput>
 
 const RoleEnvelope = (description: string) => Envelope(Type.Ref(Role), { description })
+const TaggedRoleEnvelope = Envelope(Type.Ref(Role))
 /** The OpenAPI tag of every role operation. */
 export const rolesTag = { name: 'roles', description: 'Roles and permissions, behind the role-* permissions' }
 const auth = { tags: [rolesTag.name], security: [{ bearerAuth: [] }] }
@@ -25,7 +26,8 @@ export const roleSchemas = {
     summary: 'List roles',
     description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs role-list.',
     querystring: listQuerySchema(roleListFields),
-    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Role))), 'One page of roles'), ...errorResponses(400, 401, 403) }
+    headers: ReadHeaders,
+    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Role))), 'One page of roles'), 304: NotModified, ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,
@@ -33,7 +35,8 @@ export const roleSchemas = {
     summary: 'Get one role',
     description: 'Needs role-list.',
     params: IdParams,
-    response: { 200: RoleEnvelope('The role'), ...errorResponses(400, 401, 403, 404) }
+    headers: ReadHeaders,
+    response: { 200: Tagged(TaggedRoleEnvelope, 'The role'), 304: NotModified, ...errorResponses(400, 401, 403, 404) }
   },
   store: {
     ...auth,
@@ -41,7 +44,8 @@ export const roleSchemas = {
     summary: 'Create a role',
     description: 'Nobody can create a role holding a permission they lack themselves (403).',
     body: Type.Ref(RoleInput),
-    response: { 201: RoleEnvelope('The new role; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415) }
+    headers: CreateHeaders,
+    response: { 201: Created(TaggedRoleEnvelope, 'The new role; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,
@@ -50,7 +54,8 @@ export const roleSchemas = {
     description: 'Nobody can give a role a permission they lack themselves (403). The Admin role cannot be renamed or lose a permission (409).',
     params: IdParams,
     body: method === 'PUT' ? Type.Ref(RoleInput) : AtLeastOneOf(Type.Object(roleFields)),
-    response: { 200: RoleEnvelope('The role as changed'), ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
+    headers: WriteHeaders,
+    response: { 200: Tagged(TaggedRoleEnvelope, 'The role as changed'), ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415, 428) }
   }),
   destroy: {
     ...auth,
@@ -58,7 +63,8 @@ export const roleSchemas = {
     summary: 'Delete a role',
     description: 'The users holding the role lose it. The Admin role cannot be deleted (409).',
     params: IdParams,
-    response: { 200: RoleEnvelope('The deleted role'), ...errorResponses(400, 401, 403, 404, 409) }
+    headers: WriteHeaders,
+    response: { 200: RoleEnvelope('The deleted role'), ...errorResponses(400, 401, 403, 404, 409, 412, 428) }
   }
 }
 

@@ -3,8 +3,17 @@ import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { confirmedPassword } from '../../../../lib/auth/passwords.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
-import { userListFields } from '../../../../schemas/users.js'
+import { representationTagger } from '../../../../lib/http/entity-tags.js'
+import { NamedRef } from '../../../../schemas/common.js'
+import { User, userListFields } from '../../../../schemas/users.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
+
+/**
+ * A user's tag is the digest of the user as shown, roles included: a change of their roles, or
+ * of a role's name, changes it. Every write of a user holds the Admin role's lock (below), so
+ * an `If-Match` checked in the write's transaction holds until it commits.
+ */
+const userTag = representationTagger(User, [NamedRef])
 
 /**
  * `/api/users`: users and their roles, behind the user-* permissions. Their data access is
@@ -52,22 +61,22 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return fastify.lists.send(reply, list, await usersRepository.query(list), { path: fastify.prefix, envelope: true })
   })
 
-  fastify.get('/:id', { schema: userSchemas.show, onRequest: fastify.can('user-list') }, async (request) => {
+  fastify.get('/:id', { schema: userSchemas.show, onRequest: fastify.can('user-list') }, async (request, reply) => {
     const user = await usersRepository.find(request.params.id)
     if (!user) throw userNotFound(request.params.id)
-    return { success: true as const, data: user }
+    return reply.sendTagged(userTag(user), { success: true as const, data: user })
   })
 
   fastify.post('/', { schema: userSchemas.store, onRequest: fastify.can('user-create') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, roles = [] } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
-    const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
-      return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
-    }))
-    const { token_generation: _, ...data } = user
-    return reply.code(201).header('location', `${fastify.prefix}/${user.id}`)
-      .send({ success: true as const, data, message: 'User created' })
+    return request.createOnce(reply, async db => {
+      const { token_generation: _, ...user } = await db.transaction(async trx => {
+        const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
+        return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
+      })
+      return { body: { success: true as const, data: user, message: 'User created' }, location: `${fastify.prefix}/${user.id}`, etag: userTag(user) }
+    })
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -76,8 +85,9 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       url: '/:id',
       schema: userSchemas.update(method),
       onRequest: fastify.can('user-edit'),
-      handler: async (request) => {
+      handler: async (request, reply) => {
         const { id } = request.params
+        const tags = request.ifMatch()
         const { name, email, password, c_password: confirmation, roles } = request.body
         const passwordHash = password === undefined && confirmation === undefined
           ? undefined
@@ -86,6 +96,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           await rolesRepository.lockAdmin(trx)
           const current = await usersRepository.find(id, trx)
           if (!current) throw userNotFound(id)
+          request.checkIfMatch(tags, userTag(current))
           await mayActOn(id, request.user.permissions, 'edit', trx)
           const currentRoles = current.roles.map(role => role.name)
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
@@ -98,17 +109,19 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           }
           return updated
         }))
-        return { success: true as const, data: user, message: 'User updated' }
+        return reply.header('etag', userTag(user)).send({ success: true as const, data: user, message: 'User updated' })
       }
     })
   }
 
   fastify.delete('/:id', { schema: userSchemas.destroy, onRequest: fastify.can('user-delete') }, async (request) => {
     const { id } = request.params
+    const tags = request.ifMatch()
     const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       await rolesRepository.lockAdmin(trx)
       const current = await usersRepository.find(id, trx)
       if (!current) throw userNotFound(id)
+      request.checkIfMatch(tags, userTag(current))
       await mayActOn(id, request.user.permissions, 'delete', trx)
       await usersRepository.remove(id, trx)
       if (current.roles.some(role => role.name === ADMIN_ROLE)) await keepAnAdmin(trx)

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, WriteHeaders } from '../../../../schemas/common.js'
 import { User, userFields, userListFields } from '../../../../schemas/users.js'
 
 const roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
@@ -28,6 +28,7 @@ const UserChanges = AtLeastOneOf(Type.Object({
 export type UserChanges = Static<typeof UserChanges>
 
 const UserEnvelope = (description: string) => Envelope(Type.Ref(User), { description })
+const TaggedUserEnvelope = Envelope(Type.Ref(User))
 /** The OpenAPI tag of every user operation. */
 export const usersTag = { name: 'users', description: 'Users, behind the user-* permissions' }
 const auth = { tags: [usersTag.name], security: [{ bearerAuth: [] }] }
@@ -39,7 +40,8 @@ export const userSchemas = {
     summary: 'List users',
     description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs user-list.',
     querystring: listQuerySchema(userListFields),
-    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(User))), 'One page of users'), ...errorResponses(400, 401, 403) }
+    headers: ReadHeaders,
+    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(User))), 'One page of users'), 304: NotModified, ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,
@@ -47,7 +49,8 @@ export const userSchemas = {
     summary: 'Get one user',
     description: 'Needs user-list.',
     params: IdParams,
-    response: { 200: UserEnvelope('The user'), ...errorResponses(400, 401, 403, 404) }
+    headers: ReadHeaders,
+    response: { 200: Tagged(TaggedUserEnvelope, 'The user'), 304: NotModified, ...errorResponses(400, 401, 403, 404) }
   },
   store: {
     ...auth,
@@ -55,7 +58,8 @@ export const userSchemas = {
     summary: 'Create a user',
     description: 'Nobody can grant a role holding a permission they lack themselves (403).',
     body: Type.Ref(UserInput),
-    response: { 201: UserEnvelope('The new user; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415) }
+    headers: CreateHeaders,
+    response: { 201: Created(TaggedUserEnvelope, 'The new user; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,
@@ -64,7 +68,8 @@ export const userSchemas = {
     description: 'The password changes only when given (with c_password). Nobody can grant a role holding a permission they lack (403); the last holder of Admin cannot lose it (409).',
     params: IdParams,
     body: method === 'PUT' ? UserReplacement : UserChanges,
-    response: { 200: UserEnvelope('The user as changed'), ...errorResponses(400, 401, 403, 404, 409, 413, 415) }
+    headers: WriteHeaders,
+    response: { 200: Tagged(TaggedUserEnvelope, 'The user as changed'), ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415, 428) }
   }),
   destroy: {
     ...auth,
@@ -72,7 +77,8 @@ export const userSchemas = {
     summary: 'Delete a user',
     description: 'Soft delete: the user is kept, invisible to the API, and their e-mail address is free again. The last holder of Admin cannot be deleted (409).',
     params: IdParams,
-    response: { 200: UserEnvelope('The deleted user'), ...errorResponses(400, 401, 403, 404, 409) }
+    headers: WriteHeaders,
+    response: { 200: UserEnvelope('The deleted user'), ...errorResponses(400, 401, 403, 404, 409, 412, 428) }
   }
 }
 

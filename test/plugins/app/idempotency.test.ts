@@ -1,0 +1,119 @@
+import t from 'tap'
+import { build, within } from '../../helper.js'
+import { bearer, client, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
+import { ada, student } from '../../routes/students/fixtures.js'
+
+const key = (name: string) => ({ 'idempotency-key': name })
+
+t.test('a repeat with the same key and request gets the first answer again, and writes nothing', async t => {
+  const app = await build(t)
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  const creates = [
+    { url: '/students', headers: {}, payload: student(1), table: 'students' },
+    { url: '/api/v1/students', headers: {}, payload: student(2), table: 'students' },
+    { url: '/api/clients', headers: admin, payload: client, table: 'clients' },
+    { url: '/api/roles', headers: admin, payload: { name: 'Editor', permission: ['client-list'] }, table: 'roles' },
+    { url: '/api/users', headers: admin, payload: { name: 'Bob', email: 'bob@example.com', password: PASSWORD, c_password: PASSWORD }, table: 'users' },
+    { url: '/api/register', headers: {}, payload: { name: 'Eve', email: 'eve@example.com', password: PASSWORD, c_password: PASSWORD }, table: 'users' }
+  ]
+  for (const [i, { url, headers, payload, table }] of creates.entries()) {
+    await t.test(url, async t => {
+      // The admin's keys are theirs on every route: one each.
+      const k = `k-${i}`
+      const count = async () => Number((await app.knex(table).count({ n: '*' }))[0]!.n)
+      const before = await count()
+      const first = await app.inject({ method: 'POST', url, headers: { ...headers, ...key(k) }, payload })
+      t.equal(first.statusCode, 201)
+      t.notOk(first.headers['idempotent-replayed'], 'the first answer is no replay')
+      const again = await app.inject({ method: 'POST', url, headers: { ...headers, ...key(k) }, payload })
+      t.equal(again.statusCode, 201, 'the same status')
+      t.equal(again.headers['idempotent-replayed'], 'true')
+      t.equal(again.body, first.body, 'the same body')
+      t.equal(again.headers.location, first.headers.location, 'the same Location')
+      t.equal(again.headers.etag, first.headers.etag, 'the same ETag')
+      t.equal(await count(), before + 1, 'one record')
+
+      const other = await app.inject({ method: 'POST', url, headers: { ...headers, ...key(k) }, payload: { ...payload, name: 'Someone else' } })
+      t.equal(other.statusCode, 422, 'the key with another body')
+      t.match(other.json(), { success: false, statusCode: 422, error: 'Unprocessable Entity', message: /another request/ })
+      t.equal(await count(), before + 1, 'nothing written')
+    })
+  }
+  const elsewhere = await app.inject({ method: 'POST', url: '/api/v1/students', payload: student(1), headers: key('k-0') })
+  t.equal(elsewhere.statusCode, 409, 'open routes keep keys per route: the other variant runs the create (a taken e-mail)')
+  const admins = await app.inject({ method: 'POST', url: '/api/roles', headers: { ...admin, ...key('k-2') }, payload: { name: 'Other', permission: [] } })
+  t.equal(admins.statusCode, 422, 'a caller\'s key used on another route is another request')
+})
+
+t.test('keys are the caller\'s: another user\'s key of the same name never replays', async t => {
+  const app = await build(t)
+  const one = bearer((await userWithRoles(app, ['User'])).token)
+  const other = bearer((await userWithRoles(app, ['User'])).token)
+  const first = await app.inject({ method: 'POST', url: '/api/clients', headers: { ...one, ...key('shared') }, payload: client })
+  const second = await app.inject({ method: 'POST', url: '/api/clients', headers: { ...other, ...key('shared') }, payload: client })
+  t.equal(second.statusCode, 201)
+  t.notOk(second.headers['idempotent-replayed'])
+  t.not(second.json().data.id, first.json().data.id, 'a record of its own')
+  const onAnotherRoute = await app.inject({ method: 'POST', url: '/api/roles', headers: { ...one, ...key('shared') }, payload: { name: 'X', permission: [] } })
+  t.equal(onAnotherRoute.statusCode, 403, 'the permission check comes first')
+})
+
+t.test('an answer that is not 2xx is not kept: the key stays free', async t => {
+  const app = await build(t)
+  await app.inject({ method: 'POST', url: '/students', payload: ada })
+  const taken = await app.inject({ method: 'POST', url: '/students', headers: key('retry-me'), payload: ada })
+  t.equal(taken.statusCode, 409)
+  const invalid = await app.inject({ method: 'POST', url: '/students', headers: key('retry-me'), payload: { ...ada, age: -1 } })
+  t.equal(invalid.statusCode, 400)
+  const fixed = await app.inject({ method: 'POST', url: '/students', headers: key('retry-me'), payload: { ...ada, email: 'ada2@example.com' } })
+  t.equal(fixed.statusCode, 201, 'the key runs a new request')
+  t.notOk(fixed.headers['idempotent-replayed'])
+})
+
+t.test('an expired key is a new key; expired keys are swept', async t => {
+  const app = await build(t, { idempotencyTtlSeconds: 1 })
+  const first = await app.inject({ method: 'POST', url: '/students', headers: key('short'), payload: student(1) })
+  t.equal(first.statusCode, 201)
+  await app.knex('students').where({ id: first.json().id }).delete()
+  t.ok(await within(3_000, async () => {
+    const again = await app.inject({ method: 'POST', url: '/students', headers: key('short'), payload: student(1) })
+    if (again.statusCode !== 201 || again.headers['idempotent-replayed']) return false
+    t.not(again.json().id, first.json().id, 'a new record')
+    return true
+  }), 'after IDEMPOTENCY_TTL the create runs again')
+  await app.inject({ method: 'POST', url: '/students', headers: key('another'), payload: student(2) })
+  await app.knex('idempotency_keys').update({ expires_at: app.knex.raw('now() - interval \'1 second\'') })
+  await app.idempotency.sweep()
+  t.same(await app.knex('idempotency_keys').select('key'), [], 'no expired key is left')
+})
+
+t.test('a key that is not 1-255 printable ASCII characters gets 400, and nothing is written', async t => {
+  const app = await build(t)
+  for (const bad of ['x'.repeat(256), 'naïve', 'tab\there', 'nul\u0001']) {
+    const res = await app.inject({ method: 'POST', url: '/students', headers: { 'idempotency-key': bad }, payload: ada })
+    t.equal(res.statusCode, 400, JSON.stringify(bad).slice(0, 20))
+    t.match(res.json(), { statusCode: 400, data: { 'idempotency-key': [String] } })
+  }
+  t.same(await app.knex('students').select('id'), [])
+})
+
+t.test('20 concurrent POSTs with one key over HTTP: one record, one 201 that is no replay, the rest replays or 409', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`http://127.0.0.1:${port}/students`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': 'burst' },
+    body: JSON.stringify(ada)
+  }).then(async res => ({ status: res.status, replayed: res.headers.get('idempotent-replayed'), retryAfter: res.headers.get('retry-after'), body: await res.text() }))))
+  const fresh = answers.filter(answer => answer.status === 201 && answer.replayed === null)
+  t.equal(fresh.length, 1, 'one create ran')
+  for (const answer of answers) {
+    if (answer.status === 201) t.equal(answer.body, fresh[0]!.body, 'every 201 is that answer')
+    else {
+      t.equal(answer.status, 409, 'the others were told it is under way')
+      t.equal(answer.retryAfter, '1', 'with Retry-After')
+    }
+  }
+  t.equal(Number((await app.knex('students').count({ n: '*' }))[0]!.n), 1, 'one record')
+})

@@ -6,6 +6,8 @@ export interface Request {
   path: string
   body?: string
   headers?: Record<string, string>
+  /** Told of the answer (a PUT that keeps the tag it sends current); reading answers costs the load generator CPU, so only where asked. */
+  onResponse?: (status: number, headers: Record<string, string>) => void
 }
 
 export interface Figures {
@@ -56,16 +58,24 @@ export async function load (url: string, next: () => Request, seconds: number, c
   let peak = await rssMb(pid)
   const ticksBefore = await cpuTicks(pid)
   const sampler = setInterval(() => { rssMb(pid).then(mb => { peak = Math.max(peak, mb) }, () => {}) }, 100)
+  const watched = next().onResponse !== undefined
   try {
     const result = await autocannon({
       url,
       connections,
       duration: seconds,
       requests: [{
-        setupRequest: request => {
-          const { method, path, body, headers } = next()
+        setupRequest: (request, context) => {
+          const sent = next();
+          (context as { sent?: Request }).sent = sent
+          const { method, path, body, headers } = sent
           return { ...request, method, path, ...(body && { body }), headers: { ...headers, ...(body && { 'content-type': 'application/json' }) } }
-        }
+        },
+        ...(watched && {
+          onResponse: (status: number, _body: string, context: object, headers: unknown) => {
+            (context as { sent: Request }).sent.onResponse!(status, headers as Record<string, string>)
+          }
+        })
       }]
     })
     const ticks = await cpuTicks(pid) - ticksBefore

@@ -20,6 +20,8 @@ const CONNECTIONS = 50
 const OUT = path.resolve(process.env.BENCH_OUT ?? 'bench/results')
 const STUDENTS = 10_000
 const CLIENTS = 1_000
+/** Students past STUDENTS, which only the conditional requests' scenarios read and write, their tags known. */
+const TAGGED = 1_000
 const MILLION = 1_000_000
 /** The service answering student GETs by id in the authenticated GET's rounds, for the ratio between the two. */
 const UNAUTHENTICATED = 'service, student GET by id, same rounds'
@@ -39,7 +41,7 @@ try {
   await db.connect()
   await db.query(`insert into students (name, email, age, dob)
     select 'Student ' || g, 'student' || g || '@example.com', 18 + g % 60, date '1990-01-01' + g % 9000
-    from generate_series(1, ${STUDENTS}) g`)
+    from generate_series(1, ${STUDENTS + TAGGED}) g`)
   await db.query(`insert into clients (name, vat_number, street, city, post_code, email)
     select 'Client ' || g, lpad(g::text, 10, '0'), 'Street ' || g, 'City', '00-' || lpad((g % 1000)::text, 3, '0'), 'client' || g || '@example.com'
     from generate_series(1, ${CLIENTS}) g`)
@@ -66,6 +68,10 @@ try {
   // Seeded student n has id n and the address studentn@example.com, which a PUT keeps.
   const wholeStudent = (id: number) => JSON.stringify({ name: 'Renamed', email: `student${id}@example.com`, age: 40, dob: '1985-05-05' })
   const studentById = (): Request => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` })
+  // The current tags of the students of the conditional requests' scenarios.
+  const tags = new Map<number, string>()
+  for (let id = STUDENTS + 1; id <= STUDENTS + TAGGED; id++) tags.set(id, (await fetch(`${service.url}/students/${id}`)).headers.get('etag')!)
+  const taggedId = () => STUDENTS + randomId(TAGGED)
   // A target is a server loaded with the scenario's requests, or with requests of its own
   // under another name, measured in the same rounds as the others for a ratio between them.
   type Target = Server | { server: Server, name: string, next: () => Request }
@@ -83,7 +89,27 @@ try {
     { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
     { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
-    { name: 'login', targets: [service, ceiling], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) }
+    { name: 'login', targets: [service, ceiling], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) },
+    // Safe retries and conditional requests, each beside the same request without them.
+    {
+      name: 'student POST with a fresh Idempotency-Key',
+      targets: [service, { server: service, name: 'service, student POST without a key', next: () => ({ method: 'POST', path: '/students', body: newStudent() }) }],
+      next: () => ({ method: 'POST', path: '/students', body: newStudent(), headers: { 'idempotency-key': `bench-${++n}-${process.pid}` } })
+    },
+    {
+      name: 'student GET by id answered 304',
+      targets: [service, { server: service, name: 'service, the same GETs answered 200', next: () => ({ method: 'GET', path: `/students/${taggedId()}` }) }],
+      next: () => { const id = taggedId(); return { method: 'GET', path: `/students/${id}`, headers: { 'if-none-match': tags.get(id)! } } }
+    },
+    {
+      name: 'student PUT with a matching If-Match',
+      targets: [service, { server: service, name: 'service, student PUT without If-Match', next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } }],
+      // Each answer's tag is the next PUT's If-Match for that student.
+      next: () => {
+        const id = taggedId()
+        return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id), headers: { 'if-match': tags.get(id)! }, onResponse: (_status, headers) => { if (headers.etag) tags.set(id, headers.etag) } }
+      }
+    }
   ]
 
   console.error(`seeded ${STUDENTS} students and ${CLIENTS} clients; measuring ${SECONDS} s × ${REPEAT} after ${WARMUP} s of warm-up`)
@@ -216,6 +242,9 @@ try {
     return ra && rb?.length ? pairedRatio(ra, rb) : undefined
   }
   const derived = {
+    'POST with a fresh Idempotency-Key ÷ POST without': paired('student POST with a fresh Idempotency-Key', 'service', 'service, student POST without a key'),
+    'GET by id answered 304 ÷ answered 200': paired('student GET by id answered 304', 'service', 'service, the same GETs answered 200'),
+    'PUT with a matching If-Match ÷ PUT without': paired('student PUT with a matching If-Match', 'service', 'service, student PUT without If-Match'),
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),

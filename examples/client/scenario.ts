@@ -23,17 +23,26 @@ const auth = { headers: { authorization: `Bearer ${login.data.data}` } }
 const profile = await api.GET('/api/profile', auth)
 check(profile.data?.data.email === email, 'profile')
 
-// Clients: the registered user holds the User role (REGISTER_ROLES=User).
-const created = await api.POST('/api/clients', {
+// Clients: the registered user holds the User role (REGISTER_ROLES=User). A create sent with
+// an Idempotency-Key is safe to retry: the retry gets the first answer, and writes nothing.
+const createClientOnce = () => api.POST('/api/clients', {
   ...auth,
+  params: { header: { 'idempotency-key': `acme-${email}` } },
   body: { name: 'Acme', vat_number: '1234567890', street: 'Prosta 1', city: 'Warszawa', post_code: '00-850', email: 'office@acme.example' }
 })
+const created = await createClientOnce()
 check(created.response.status === 201 && created.data, 'create a client')
 const id = created.data.data.id
+const retried = await createClientOnce()
+check(retried.response.headers.get('idempotent-replayed') === 'true' && retried.data?.data.id === id, 'a retry of the create gets the same client')
 const list = await api.GET('/api/clients', { ...auth, params: { query: { limit: 10 } } })
 check(list.data?.data.some(client => client.id === id), 'list clients')
-const patched = await api.PATCH('/api/clients/{id}', { ...auth, params: { path: { id } }, body: { city: 'Kraków' } })
-check(patched.data?.data.city === 'Kraków', 'update a client with PATCH')
+// An update with If-Match: it writes only over the version it was read at.
+const etag = created.response.headers.get('etag')!
+const patched = await api.PATCH('/api/clients/{id}', { ...auth, params: { path: { id }, header: { 'if-match': etag } }, body: { city: 'Kraków' } })
+check(patched.data?.data.city === 'Kraków', 'update a client with PATCH and If-Match')
+const stale = await api.PATCH('/api/clients/{id}', { ...auth, params: { path: { id }, header: { 'if-match': etag } }, body: { city: 'Gdańsk' } })
+check(stale.response.status === 412 && stale.response.headers.get('etag') === patched.response.headers.get('etag'), 'a stale If-Match gets 412 and the current tag')
 const deleted = await api.DELETE('/api/clients/{id}', { ...auth, params: { path: { id } } })
 check(deleted.data?.data.id === id, 'delete a client')
 const gone = await api.GET('/api/clients/{id}', { ...auth, params: { path: { id } } })

@@ -12,6 +12,12 @@ export interface DatabaseProxy {
   db: DatabaseConfig
   freeze: () => void
   thaw: () => void
+  /**
+   * The next message from the service holding `marker` (`COMMIT`) reaches the database, and
+   * nothing of the database's answers on that connection reaches the service any more: the
+   * service never learns that its transaction committed.
+   */
+  stallRepliesAfter: (marker: string) => void
 }
 
 export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<DatabaseProxy> {
@@ -19,6 +25,7 @@ export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<Datab
   const target = db.host.startsWith('/') ? { path: `${db.host}/.s.PGSQL.${db.port}` } : { host: db.host, port: db.port }
   const sockets = new Set<net.Socket>()
   let frozen = false
+  let stallMarker: string | undefined
   const hold = (socket: net.Socket) => {
     sockets.add(socket)
     socket.on('close', () => sockets.delete(socket))
@@ -29,7 +36,13 @@ export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<Datab
     const upstream = net.connect(target)
     hold(client)
     hold(upstream)
-    client.on('data', chunk => upstream.write(chunk))
+    client.on('data', (chunk: Buffer) => {
+      upstream.write(chunk)
+      if (stallMarker !== undefined && chunk.includes(stallMarker)) {
+        stallMarker = undefined
+        upstream.pause()
+      }
+    })
     upstream.on('data', chunk => client.write(chunk))
     client.on('close', () => upstream.destroy())
     upstream.on('close', () => client.destroy())
@@ -48,6 +61,9 @@ export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<Datab
     thaw () {
       frozen = false
       for (const socket of sockets) socket.resume()
+    },
+    stallRepliesAfter (marker: string) {
+      stallMarker = marker
     }
   }
 }

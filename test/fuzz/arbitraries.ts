@@ -87,3 +87,19 @@ export const contentType = fc.constantFrom(
   'application/json;charset=UTF-16', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x',
   'application/json-patch+json', undefined
 )
+
+/** An entity tag as a client might send one: strong, weak, or with odd characters inside. */
+const entityTag = fc.oneof(
+  fc.nat({ max: 100_000 }).map(version => `"${version}"`),
+  fc.string({ maxLength: 12 }).map(opaque => `"${opaque}"`),
+  fc.string({ maxLength: 12 }).map(opaque => `W/"${opaque}"`)
+)
+
+/**
+ * The headers of safe retries and conditional requests, each present or not: odd keys (empty,
+ * too long, UUIDs) and odd If-Match values (`*`, lists of weak and strong tags, garbage).
+ */
+export const conditionHeaders = fc.record({
+  'idempotency-key': fc.oneof(fc.uuid(), fc.string({ maxLength: 300 }), fc.constant('x'.repeat(256))),
+  'if-match': fc.oneof(fc.constant('*'), fc.array(entityTag, { minLength: 1, maxLength: 4 }).map(tags => tags.join(', ')), fc.string({ maxLength: 20 }))
+}, { requiredKeys: [] })

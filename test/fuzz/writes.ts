@@ -3,7 +3,7 @@ import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { routesOf } from '../helper.js'
 import { bearer } from '../routes/api/accounts.js'
-import { body, contentType, type Schema } from './arbitraries.js'
+import { body, conditionHeaders, contentType, type Schema } from './arbitraries.js'
 
 interface Operation { method: string, path: string, schema: Schema }
 
@@ -50,16 +50,17 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
     operation: fc.constant(operation),
     id: id(operation.path),
     body: body(operation.schema, document.components.schemas),
-    contentType
+    contentType,
+    conditions: conditionHeaders
   }))
 
   const seen = new Map<number, number>()
-  await fc.assert(fc.asyncProperty(request, async ({ operation, id, body, contentType }) => {
+  await fc.assert(fc.asyncProperty(request, async ({ operation, id, body, contentType, conditions }) => {
     const before = await snapshot()
     const res = await app.inject({
       method: operation.method as 'POST',
       url: operation.path.replace('{id}', id),
-      headers: { ...bearer(token), ...(contentType !== undefined && { 'content-type': contentType }) },
+      headers: { ...bearer(token), ...conditions, ...(contentType !== undefined && { 'content-type': contentType }) },
       payload: JSON.stringify(body) ?? 'null'
     })
     seen.set(res.statusCode, (seen.get(res.statusCode) ?? 0) + 1)

@@ -49,8 +49,9 @@ t.test('through HAProxy, an instance stopped and restarted under load: no reques
       // eslint-disable-next-line no-unmodified-loop-condition -- set to false elsewhere while the loop awaits
       while (running) {
         const email = `lb-${++n}@example.com`
+        // With a key, the balancer may retry a POST whose connection closed without an answer.
         const res = await fetch(`${url}/students`, {
-          method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Balanced', email, age: 20, dob: '2000-01-01' })
+          method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': email }, body: JSON.stringify({ name: 'Balanced', email, age: 20, dob: '2000-01-01' })
         }).catch((error: Error) => error)
         if (res instanceof Error) failures.push(`${email}: ${res.message}`)
         else if (res.status === 201) created.push(((await res.json()) as { id: number }).id)

@@ -41,7 +41,9 @@ t.test('defaults, with the embedded database', async t => {
       dbIdleInTransaction: 10_000,
       maxEventLoopDelay: 1_000,
       slowRequest: 1_000
-    }
+    },
+    idempotencyTtlSeconds: 86_400,
+    requireIfMatch: false
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
   t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
@@ -140,6 +142,8 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, HANDLER_TIMEOUT: '0' }, /^HANDLER_TIMEOUT must be a positive time in seconds, or with a unit \(250ms, 2s, 1m\), got "0"$/],
     [{ ...withDb, DB_STATEMENT_TIMEOUT: '1h' }, /^DB_STATEMENT_TIMEOUT /],
     [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/],
+    [{ ...withDb, IDEMPOTENCY_TTL: '0' }, /^IDEMPOTENCY_TTL must be a positive duration/],
+    [{ ...withDb, REQUIRE_IF_MATCH: 'yes' }, /^REQUIRE_IF_MATCH must be one of true, false, got "yes"$/],
     // A value of blanks was set on purpose, to no value: never silently the default.
     ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'JWT_TTL', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
       [{ ...withDb, [name]: ' ' }, new RegExp(`^${name} is blank: give it a value, or leave it unset for the default$`)] as [Record<string, string>, RegExp]),
@@ -149,6 +153,12 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
   }
+})
+
+t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async t => {
+  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, IDEMPOTENCY_TTL: '7d', REQUIRE_IF_MATCH: 'true' })
+  t.equal(config.idempotencyTtlSeconds, 7 * 86_400)
+  t.equal(config.requireIfMatch, true)
 })
 
 t.test('an empty value is unset: the default applies', async t => {

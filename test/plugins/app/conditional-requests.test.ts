@@ -162,3 +162,33 @@ t.test('clients that send none of these headers get the answers they always did'
   t.match((await app.inject({ method: 'PUT', url, payload: { name: 'Ada' } })).json(), { ...created.json(), name: 'Ada', updated_at: String })
   t.equal((await app.inject({ method: 'DELETE', url })).statusCode, 204)
 })
+
+t.test('20 concurrent PUTs over HTTP with the same If-Match: one 200, the rest 412, and the record is the winner\'s', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  const kinds = [
+    { name: 'student', url: '/students', payload: ada as object, record: (body: any) => body },
+    { name: 'client', url: '/api/clients', payload: client as object, record: (body: any) => body.data }
+  ]
+  for (const { name, url, payload, record } of kinds) {
+    await t.test(name, async t => {
+      const created = await app.inject({ method: 'POST', url, headers: admin, payload })
+      const location = `http://127.0.0.1:${port}${created.headers.location as string}`
+      const etag = created.headers.etag as string
+      const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => fetch(location, {
+        method: 'PUT',
+        headers: { ...admin, 'content-type': 'application/json', 'if-match': etag },
+        body: JSON.stringify({ ...payload, name: `Writer ${i}` })
+      }).then(async res => ({ status: res.status, etag: res.headers.get('etag'), body: await res.json() }))))
+      const won = answers.filter(answer => answer.status === 200)
+      t.equal(won.length, 1, 'exactly one writer won')
+      t.same(answers.filter(answer => answer.status !== 200).map(answer => answer.status), Array(19).fill(412), 'the others got 412')
+      const stored = await fetch(location, { headers: admin })
+      t.same(record(await stored.json()), record(won[0]!.body), 'the record is the winner\'s')
+      t.equal(stored.headers.get('etag'), won[0]!.etag, 'with the winner\'s tag')
+      t.equal(record(won[0]!.body).name, `Writer ${answers.indexOf(won[0]!)}`, 'as the winner sent it')
+    })
+  }
+})

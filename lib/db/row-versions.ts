@@ -24,7 +24,7 @@ export function allowedVersions (tags: TagList | undefined): string[] | undefine
 }
 
 /** A write's statement, limited to the allowed versions of its row. */
-export function atVersion<Q extends Knex.QueryBuilder> (query: Q, versions: string[] | undefined, table?: string): Q {
+export function atVersion<Q extends Knex.QueryBuilder> (query: Q, versions: string[] | undefined): Q {
   if (versions === undefined) return query
-  return query.whereRaw(`${table === undefined ? '' : `${table}.`}xmin::text = any(?)`, [versions]) as Q
+  return query.whereRaw('xmin::text = any(?)', [versions]) as Q
 }

@@ -1,4 +1,5 @@
 import t from 'tap'
+import pg from 'pg'
 import { build, within } from '../../helper.js'
 import { bearer, client, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
 import { ada, student } from '../../routes/students/fixtures.js'
@@ -116,4 +117,25 @@ t.test('20 concurrent POSTs with one key over HTTP: one record, one 201 that is 
     }
   }
   t.equal(Number((await app.knex('students').count({ n: '*' }))[0]!.n), 1, 'one record')
+})
+
+t.test('a key committed by another request after this one looked it up: 409, and this one\'s create is rolled back', async t => {
+  const app = await build(t)
+  await app.inject({ method: 'POST', url: '/students', headers: key('probe'), payload: student(1) })
+  const { scope } = await app.knex('idempotency_keys').where({ key: 'probe' }).first('scope')
+  // The other request: a connection that holds the table, so that this one's insert waits
+  // after its look-up, and commits the key meanwhile.
+  const other = new pg.Client(app.config.db!)
+  await other.connect()
+  t.teardown(() => other.end())
+  await other.query('begin')
+  await other.query('lock table students in exclusive mode')
+  const answer = app.inject({ method: 'POST', url: '/students', headers: key('raced'), payload: student(2) })
+  t.ok(await within(5_000, async () => (await app.knex.raw("select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into \"students\"%'")).rows.length > 0), 'the create waits')
+  await app.knex('idempotency_keys').insert({ scope, key: 'raced', fingerprint: 'another request', status: 201, headers: {}, body: '{}', expires_at: app.knex.raw("now() + interval '1 hour'") })
+  await other.query('commit')
+  const res = await answer
+  t.equal(res.statusCode, 409)
+  t.equal(res.headers['retry-after'], '1')
+  t.same((await app.knex('students').select('email')).map(row => row.email), [student(1).email], 'the create was rolled back')
 })

@@ -22,10 +22,6 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const students = studentsRepository(fastify.database, message => fastify.httpErrors.conflict(message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
-    const currentTag = async (id: number) => {
-      const student = await students.find(id)
-      return student && versionTag(student.version)
-    }
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)
@@ -55,7 +51,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
           const { id } = request.params
           const tags = request.ifMatch()
           const student = await request.guardWrite(() => students.update(id, request.body, allowedVersions(tags)))
-          if (!student) throw await unwritten(tags, () => currentTag(id), () => notFound(id))
+          if (!student) throw await unwritten(tags, () => students.currentTag(id), () => notFound(id))
           return reply.header('etag', versionTag(student.version)).send(student)
         }
       })
@@ -65,7 +61,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
       const { id } = request.params
       const tags = request.ifMatch()
       if (!await request.guardWrite(() => students.remove(id, allowedVersions(tags)))) {
-        throw await unwritten(tags, () => currentTag(id), () => notFound(id))
+        throw await unwritten(tags, () => students.currentTag(id), () => notFound(id))
       }
       return reply.code(204).send(null)
     })

@@ -112,6 +112,15 @@ t.test('If-Match: a stale tag gets 412 with the current tag and changes nothing;
   }
 })
 
+t.test('an id past PostgreSQL\'s integers names no record: 404 whatever If-Match says', async t => {
+  const app = await build(t)
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  for (const url of ['/students/99999999999', '/api/v1/students/99999999999', '/api/clients/99999999999']) {
+    t.equal((await app.inject({ method: 'PUT', url, headers: { ...admin, 'if-match': '"1"' }, payload: url.includes('clients') ? client : { name: 'X' } })).statusCode, 404, `PUT ${url}`)
+    t.equal((await app.inject({ method: 'DELETE', url, headers: { ...admin, 'if-match': '"1"' } })).statusCode, 404, `DELETE ${url}`)
+  }
+})
+
 t.test('malformed If-Match or If-None-Match gets 400 naming the header', async t => {
   const app = await build(t)
   const url = (await app.inject({ method: 'POST', url: '/students', payload: ada })).headers.location as string

@@ -10,10 +10,6 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas })
   const repository = clientsRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
-  const currentTag = async (id: number) => {
-    const client = await repository.find(id)
-    return client && versionTag(client.version)
-  }
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, clientListFields)
@@ -43,7 +39,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
         const { id } = request.params
         const tags = request.ifMatch()
         const client = await request.guardWrite(() => repository.update(id, request.body, allowedVersions(tags)))
-        if (!client) throw await unwritten(tags, () => currentTag(id), () => notFound(id))
+        if (!client) throw await unwritten(tags, () => repository.currentTag(id), () => notFound(id))
         return reply.header('etag', versionTag(client.version)).send({ success: true as const, data: client, message: 'Client updated' })
       }
     })
@@ -53,7 +49,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
     const { id } = request.params
     const tags = request.ifMatch()
     const client = await request.guardWrite(() => repository.remove(id, allowedVersions(tags)))
-    if (!client) throw await unwritten(tags, () => currentTag(id), () => notFound(id))
+    if (!client) throw await unwritten(tags, () => repository.currentTag(id), () => notFound(id))
     return { success: true as const, data: client, message: 'Client deleted' }
   })
 }

@@ -9,7 +9,50 @@ import { Statement, type RowMaker, type Scalar, type StatementResult } from './s
  * CPU and memory on the hot paths (docs/performance.md). Errors are pg's own, which do not
  * carry the SQL text.
  */
-export type PreparedQuery<Args extends Scalar[], Row> = (args: Args, trx?: Knex) => Promise<StatementResult<Row>>
+export interface PreparedQuery<Args extends Scalar[], Row> {
+  (args: Args, trx?: Knex): Promise<StatementResult<Row>>
+  /** Its SQL, whose parameters are `$1`…`$n`, for a statement made around it. */
+  readonly text: string
+  /** The values of those parameters for these arguments. */
+  values: (args: Args) => Scalar[]
+}
+
+/**
+ * A write that is one prepared statement returning its row, such as an INSERT … RETURNING:
+ * the query, its arguments, and what a failure of it means to the caller (a unique conflict
+ * becomes a 409). plugins/app/idempotency.ts keeps a key in that same statement.
+ */
+export interface Insertion<Row, Args extends Scalar[] = Scalar[]> {
+  query: PreparedQuery<Args, Row>
+  args: Args
+  failure: (error: unknown) => unknown
+}
+
+/** An insertion of this query with these arguments; `failure` tells what its errors mean (by default, themselves). */
+export function insertion<Args extends Scalar[], Row> (query: PreparedQuery<Args, Row>, args: Args, failure = (error: unknown) => error): Insertion<Row, Args> {
+  return { query, args, failure }
+}
+
+/** Runs an insertion on its own, or in the transaction given, and returns its row. */
+export async function insert<Row, Args extends Scalar[]> ({ query, args, failure }: Insertion<Row, Args>, trx?: Knex): Promise<Row> {
+  try {
+    return (await query(args, trx)).rows[0]!
+  } catch (error) {
+    throw failure(error)
+  }
+}
+
+/** Runs a statement on a connection of the pool. */
+export async function runOnPool<Row> (pool: pg.Pool, statement: Statement<Row>, values: Scalar[]): Promise<StatementResult<Row>> {
+  const connection = await pool.connect()
+  try {
+    return await statement.run(connection, values)
+  } finally {
+    // An SQL error leaves the connection as good as before (each execution ends with a Sync);
+    // one that has failed is dropped by the pool, which checks.
+    connection.release()
+  }
+}
 
 /** knex, for building queries and for transactions, and the pool the prepared queries run on. */
 export interface Database {
@@ -69,18 +112,17 @@ export function prepare<Args extends Scalar[], Row> (
   if (unused >= 0) throw new Error(`The query ${name} does not use its argument ${unused}`)
 
   const statement = new Statement<Row>(name, sql, makeRow)
-  return async (args, trx) => {
-    const values = slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]!)
+  const values = (args: Args) => slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]!)
+  const run = async (args: Args, trx?: Knex) => {
+    if (trx === undefined || trx === knex) return runOnPool(pool, statement, values(args))
     // A transaction's client hands out the transaction's own connection and keeps it on release.
-    const client = trx === undefined || trx === knex ? undefined : transactionClient(trx)
-    const connection = client ? await client.acquireConnection() : await pool.connect()
+    const client = transactionClient(trx)
+    const connection = await client.acquireConnection()
     try {
-      return await statement.run(connection, values)
+      return await statement.run(connection, values(args))
     } finally {
-      // An SQL error leaves the connection as good as before (each execution ends with a Sync);
-      // one that has failed is dropped by the pool, which checks.
-      if (client) await client.releaseConnection(connection)
-      else (connection as pg.PoolClient).release()
+      await client.releaseConnection(connection)
     }
   }
+  return Object.assign(run, { text: sql, values })
 }

@@ -102,6 +102,8 @@ function parserError (code: string | undefined): [number, string] {
  * connection closed. Logged at info: it is the client's doing.
  */
 export function clientErrorHandler (this: FastifyInstance, error: Error & { code?: string }, socket: Duplex) {
+  // Which of the two a client that left shows first is the network's timing.
+  /* c8 ignore next */
   if (error.code === 'ECONNRESET' || socket.destroyed) return
   const [statusCode, message] = parserError(error.code)
   this.log.info({ code: error.code, statusCode }, 'request refused by the HTTP parser')

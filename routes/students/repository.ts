@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import { MAX_ID } from '../../lib/http/limits.js'
-import { prepare, type Database } from '../../lib/db/prepared-query.js'
+import { insertion, prepare, type Database } from '../../lib/db/prepared-query.js'
 import { atVersion, versionColumn, type Versioned } from '../../lib/db/row-versions.js'
 import { Student, studentListFields, type StudentInput } from './schema.js'
 
@@ -24,13 +24,9 @@ export function studentsRepository (database: Database, conflict: (message: stri
   return {
     ...keysetTable<Student>(database, { name: 'students', rows: knex => knex('students'), columns: COLUMNS, schema: Student, fields: studentListFields }),
 
-    async create (input: StudentInput, trx: Knex = knex): Promise<Versioned<Student>> {
-      try {
-        const { age, dob, email, name } = input
-        return (await queries.create([age, dob, email, name], trx)).rows[0]!
-      } catch (error) {
-        throw emailTakenOr(error, input.email)
-      }
+    /** The INSERT of a new student (request.insertOnce runs it, with or without a key). */
+    insertion ({ age, dob, email, name }: StudentInput) {
+      return insertion(queries.create, [age, dob, email, name], error => emailTakenOr(error, email))
     },
 
     /** The student as changed; undefined if there is none with this id at one of `versions` (any, without). */

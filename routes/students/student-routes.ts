@@ -35,10 +35,8 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     })
 
     fastify.post('/', { schema: schemas.store }, async (request, reply) => {
-      return request.createOnce(reply, async db => {
-        const student = await students.create(request.body, db)
-        return { body: student, location: `${fastify.prefix}/${student.id}`, etag: versionTag(student.version) }
-      })
+      return request.insertOnce(reply, students.insertion(request.body), student =>
+        ({ body: student, location: `${fastify.prefix}/${student.id}`, etag: versionTag(student.version) }))
     })
 
     const methods = variant.patch ? ['PUT', 'PATCH'] as const : ['PUT'] as const

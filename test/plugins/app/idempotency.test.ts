@@ -1,4 +1,5 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { build, within } from '../../helper.js'
 import { bearer, client, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
@@ -119,23 +120,76 @@ t.test('20 concurrent POSTs with one key over HTTP: one record, one 201 that is 
   t.equal(Number((await app.knex('students').count({ n: '*' }))[0]!.n), 1, 'one record')
 })
 
-t.test('a key committed by another request after this one looked it up: 409, and this one\'s create is rolled back', async t => {
-  const app = await build(t)
-  await app.inject({ method: 'POST', url: '/students', headers: key('probe'), payload: student(1) })
-  const { scope } = await app.knex('idempotency_keys').where({ key: 'probe' }).first('scope')
-  // The other request: a connection that holds the table, so that this one's insert waits
-  // after its look-up, and commits the key meanwhile.
+// The other request: a connection that holds the table in a transaction, so that this one's
+// insert waits, and commits the key meanwhile.
+async function holdTable (t: Test, app: FastifyInstance, table: string): Promise<{ release: () => Promise<unknown> }> {
   const other = new pg.Client(app.config.db!)
   await other.connect()
   t.teardown(() => other.end())
   await other.query('begin')
-  await other.query('lock table students in exclusive mode')
-  const answer = app.inject({ method: 'POST', url: '/students', headers: key('raced'), payload: student(2) })
-  t.ok(await within(5_000, async () => (await app.knex.raw("select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'insert into \"students\"%'")).rows.length > 0), 'the create waits')
-  await app.knex('idempotency_keys').insert({ scope, key: 'raced', fingerprint: 'another request', status: 201, headers: {}, body: '{}', expires_at: app.knex.raw("now() + interval '1 hour'") })
-  await other.query('commit')
+  await other.query(`lock table ${table} in exclusive mode`)
+  return { release: () => other.query('commit') }
+}
+const waitsOnInsertInto = (app: FastifyInstance, table: string) => within(5_000, async () =>
+  (await app.knex.raw("select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like ?", [`%insert into "${table}"%`])).rows.length > 0)
+const keepKey = (app: FastifyInstance, scope: string, key: string, fingerprint: string) =>
+  app.knex('idempotency_keys').insert({ scope, key, fingerprint, status: 201, headers: {}, body: '{}', expires_at: app.knex.raw("now() + interval '1 hour'") })
+
+t.test('a create of several statements whose key another request commits after its look-up: 409, and its create is rolled back', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const table = await holdTable(t, app, 'roles')
+  const answer = app.inject({ method: 'POST', url: '/api/roles', headers: { ...bearer(admin.token), ...key('raced') }, payload: { name: 'Editor', permission: [] } })
+  t.ok(await waitsOnInsertInto(app, 'roles'), 'the create waits')
+  const repeat = await app.inject({ method: 'POST', url: '/api/roles', headers: { ...bearer(admin.token), ...key('raced') }, payload: { name: 'Editor', permission: [] } })
+  t.equal(repeat.statusCode, 409, 'a repeat while it runs: 409 at once')
+  t.equal(repeat.headers['retry-after'], '1')
+  await keepKey(app, `user ${admin.id}`, 'raced', 'another request')
+  await table.release()
   const res = await answer
   t.equal(res.statusCode, 409)
   t.equal(res.headers['retry-after'], '1')
+  t.same(await app.knex('roles').where({ name: 'Editor' }).select('id'), [], 'the create was rolled back')
+})
+
+t.test('a create of one INSERT whose key another request commits while it runs: answered as that key\'s repeat, and its insert is rolled back', async t => {
+  const app = await build(t)
+  await app.inject({ method: 'POST', url: '/students', headers: key('probe'), payload: student(1) })
+  const { scope } = await app.knex('idempotency_keys').where({ key: 'probe' }).first('scope')
+  const table = await holdTable(t, app, 'students')
+  const answer = app.inject({ method: 'POST', url: '/students', headers: key('raced'), payload: student(2) })
+  t.ok(await waitsOnInsertInto(app, 'students'), 'the create waits')
+  await keepKey(app, scope, 'raced', 'another request')
+  await table.release()
+  const res = await answer
+  t.equal(res.statusCode, 422, 'the key was kept for another request')
   t.same((await app.knex('students').select('email')).map(row => row.email), [student(1).email], 'the create was rolled back')
+})
+
+t.test('a key kept with its serialized answer (as creates of several statements keep theirs) replays that answer on any create route', async t => {
+  const app = await build(t)
+  const first = await app.inject({ method: 'POST', url: '/students', headers: key('probe'), payload: student(1) })
+  const { scope, fingerprint } = await app.knex('idempotency_keys').where({ key: 'probe' }).first('scope', 'fingerprint')
+  await app.knex('idempotency_keys').where({ key: 'probe' }).update({ record: null, headers: { location: first.headers.location, etag: first.headers.etag }, body: first.body })
+  await app.knex('students').delete()
+  const again = await app.inject({ method: 'POST', url: '/students', headers: key('probe'), payload: student(1) })
+  t.equal(again.statusCode, 201)
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.equal(again.body, first.body, 'the kept body')
+  t.equal(again.headers.location, first.headers.location)
+  t.equal(again.headers.etag, first.headers.etag)
+  t.same(await app.knex('students').select('id'), [], 'nothing written')
+  t.equal(scope, 'route POST /students')
+  t.type(fingerprint, 'string')
+})
+
+t.test('a row kept as text comes back as it was, whatever its characters', async t => {
+  const app = await build(t)
+  const odd = { name: 'Ada "the Countess", (née Byron) \\ \u00e9\u{1F600}  x', email: 'odd@example.com', age: 36, dob: '1815-12-10' }
+  const first = await app.inject({ method: 'POST', url: '/students', headers: key('odd'), payload: odd })
+  t.equal(first.statusCode, 201)
+  const again = await app.inject({ method: 'POST', url: '/students', headers: key('odd'), payload: odd })
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.equal(again.body, first.body)
+  t.equal(again.json().name, odd.name)
 })

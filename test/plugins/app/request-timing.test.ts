@@ -7,6 +7,7 @@ import Fastify from 'fastify'
 import pg from 'pg'
 import app, { serverOptions } from '../../../app.js'
 import { createDatabase, testConfig } from '../../helper.js'
+import { bearer, client, userWithRoles } from '../../routes/api/accounts.js'
 
 // Wide apart, so that a busy machine's stalls cannot blur them.
 const TIMEOUT_MS = 1_000
@@ -42,7 +43,7 @@ async function listening (t: Test, slowRequest = 1_000, dbStatement?: number) {
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => fastify.close())
   const { port } = fastify.server.address() as { port: number }
-  return { port, logs, config, lateAnswers: () => lateAnswers, lateWrites: () => lateWrites }
+  return { fastify, port, logs, config, lateAnswers: () => lateAnswers, lateWrites: () => lateWrites }
 }
 
 /** One request on the agent's connections; the answer with its body. */
@@ -149,13 +150,13 @@ t.test('a client that disconnects mid-body is logged at info, not as a database 
   t.ok(logs.some(line => line.level === 30 && /closed the connection/.test(line.msg)), 'an info line says the client left')
 })
 
-/** Holds the students table in another session until `ms` have passed; resolves then. */
-async function holdStudents (t: Test, db: pg.ClientConfig, ms: number) {
+/** Holds the students table (or these tables) in another session until `ms` have passed; resolves then. */
+async function holdStudents (t: Test, db: pg.ClientConfig, ms: number, tables = 'students') {
   const holder = new pg.Client(db)
   await holder.connect()
   t.teardown(() => holder.end())
   await holder.query('begin')
-  await holder.query('lock table students in access exclusive mode')
+  await holder.query(`lock table ${tables} in access exclusive mode`)
   return { holder, released: sleep(ms).then(() => holder.query('commit')) }
 }
 
@@ -181,6 +182,27 @@ t.test('a write cut short by DB_STATEMENT_TIMEOUT: 503 with Retry-After, nothing
   t.match(JSON.parse(res.body), { success: false, statusCode: 503, message: 'The database is busy; try again later' })
   t.equal((await holder.query('select count(*)::int as n from students')).rows[0].n, 0, 'no row')
   t.notOk(logs.some(line => line.msg === 'request failed'), 'not a 500')
+})
+
+t.test('a create with an Idempotency-Key cut short by DB_STATEMENT_TIMEOUT: 503, nothing written, and the key free to retry', async t => {
+  const { fastify, port, config, logs } = await listening(t, 1_000, TIMEOUT_MS / 4)
+  const admin = await userWithRoles(fastify, ['Admin'])
+  const creates = [
+    { path: '/students', headers: {}, body: student },
+    { path: '/api/clients', headers: bearer(admin.token), body: JSON.stringify(client) }
+  ]
+  const post = ({ path, headers, body }: typeof creates[number]) =>
+    fetch(`http://127.0.0.1:${port}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': 'cut-short' }, body })
+  const { holder, released } = await holdStudents(t, config.db!, TIMEOUT_MS, 'students, clients')
+  for (const create of creates) {
+    const res = await post(create)
+    t.equal(res.status, 503, create.path)
+    t.match(await res.json(), { success: false, statusCode: 503, message: 'The database is busy; try again later' })
+  }
+  await released
+  t.same((await holder.query('select (select count(*)::int from students) as students, (select count(*)::int from clients) as clients, (select count(*)::int from idempotency_keys) as keys')).rows[0], { students: 0, clients: 0, keys: 0 }, 'no row, no key')
+  t.notOk(logs.some(line => line.msg === 'request failed'), 'not a 500')
+  for (const create of creates) t.equal((await post(create)).status, 201, `${create.path}: the retry creates`)
 })
 
 t.test('the time limit never answers 503 over a write that then commits', async t => {

@@ -23,10 +23,8 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: clientSchemas.store, onRequest: fastify.can('client-create') }, async (request, reply) => {
-    return request.createOnce(reply, async db => {
-      const client = await repository.create(request.body, db)
-      return { body: { success: true as const, data: client, message: 'Client created' }, location: `${fastify.prefix}/${client.id}`, etag: versionTag(client.version) }
-    })
+    return request.insertOnce(reply, repository.insertion(request.body), client =>
+      ({ body: { success: true as const, data: client, message: 'Client created' }, location: `${fastify.prefix}/${client.id}`, etag: versionTag(client.version) }))
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {

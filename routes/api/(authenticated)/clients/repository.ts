@@ -1,6 +1,6 @@
 import type { Knex } from 'knex'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
-import type { Database } from '../../../../lib/db/prepared-query.js'
+import { insertion, prepare, type Database } from '../../../../lib/db/prepared-query.js'
 import { atVersion, versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
 import { Client, clientListFields, type ClientInput } from './schema.js'
@@ -13,13 +13,15 @@ export function clientsRepository (database: Database) {
   const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
   // What a write returns: the record and its new version, which tags it.
   const written = [...COLUMNS, versionColumn(knex)]
+  const create = prepare<[name: string, vatNumber: string, street: string, city: string, postCode: string, email: string], Versioned<Client>>(database, 'clients.create',
+    (name, vatNumber, street, city, postCode, email) => knex('clients').insert({ name, vat_number: vatNumber, street, city, post_code: postCode, email }).returning(written))
 
   return {
     ...keysetTable<Client>(database, { name: 'clients', rows: live, columns: COLUMNS, schema: Client, fields: clientListFields }),
 
-    async create (input: ClientInput, trx: Knex = knex): Promise<Versioned<Client>> {
-      const [client] = await trx('clients').insert(input).returning(written)
-      return client as Versioned<Client>
+    /** The INSERT of a new client (request.insertOnce runs it, with or without a key). */
+    insertion ({ name, vat_number: vatNumber, street, city, post_code: postCode, email }: ClientInput) {
+      return insertion(create, [name, vatNumber, street, city, postCode, email])
     },
 
     /** The client as changed; undefined if there is none with this id at one of `versions` (any, without). */

@@ -33,10 +33,10 @@ export function insertion<Args extends Scalar[], Row> (query: PreparedQuery<Args
   return { query, args, failure }
 }
 
-/** Runs an insertion on its own, or in the transaction given, and returns its row. */
-export async function insert<Row, Args extends Scalar[]> ({ query, args, failure }: Insertion<Row, Args>, trx?: Knex): Promise<Row> {
+/** Runs an insertion and returns its row. */
+export async function insert<Row, Args extends Scalar[]> ({ query, args, failure }: Insertion<Row, Args>): Promise<Row> {
   try {
-    return (await query(args, trx)).rows[0]!
+    return (await query(args)).rows[0]!
   } catch (error) {
     throw failure(error)
   }

@@ -15,6 +15,8 @@ export interface PreparedQuery<Args extends Scalar[], Row> {
   readonly text: string
   /** The values of those parameters for these arguments. */
   values: (args: Args) => Scalar[]
+  /** What makes its rows, for a statement made around it that returns the same ones. */
+  readonly makeRow: RowMaker<Row> | undefined
 }
 
 /**
@@ -124,5 +126,5 @@ export function prepare<Args extends Scalar[], Row> (
       await client.releaseConnection(connection)
     }
   }
-  return Object.assign(run, { text: sql, values })
+  return Object.assign(run, { text: sql, values, makeRow })
 }

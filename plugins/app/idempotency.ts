@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey } from 'node:crypto'
+import { createHash, createHmac, createSecretKey } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
@@ -41,10 +41,12 @@ const SWEEP_BATCH = 10_000
 const SWEEP_EVERY_MS = 60_000
 
 interface StoredAnswer { status: number, headers: Record<string, string>, body: string }
+interface KeptStatement<Row> { mark: string, statement: Statement<Row> }
 interface KeptRecord { fingerprint: string, live: boolean, record: string | null, status: number, headers: Record<string, string> | null, body: string | null }
 
-// One statement, one round trip: the key's lock, taken without waiting (a repeat while the first
-// runs gets 409 at once rather than holding a connection), and the key's answer if it has one.
+// One statement, one round trip: the key's lock, taken without waiting (a repeat while the
+// first's transaction runs gets 409 at once rather than holding a connection), and the key's
+// answer if it has one.
 const LOOK_UP = `
   select l.locked, k.fingerprint, k.status, k.headers, k.body
   from (select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked) l
@@ -57,18 +59,20 @@ const KEEP = `
   insert into idempotency_keys (scope, key, fingerprint, status, headers, body, expires_at)
   values (?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?))
   on conflict (scope, key) do update set fingerprint = excluded.fingerprint, status = excluded.status,
-    headers = excluded.headers, body = excluded.body, expires_at = excluded.expires_at
+    headers = excluded.headers, body = excluded.body, record = null, expires_at = excluded.expires_at
   where idempotency_keys.expires_at <= now()
   returning 1`
 
 // The key kept in the INSERT's own statement, with the row it returned: an INSERT and its key
 // commit together or not at all. A repeat's INSERT fails on the key's primary key (after the
 // first's statement commits, if it is still running) or on a unique column of its own
-// record, and it is then answered from the kept row.
-const keptBy = (insertSql: string, n: number) => `
+// record, and it is then answered from the kept row. The row is kept behind the statement's
+// own mark, so that a version of the service whose INSERT returns other columns does not read
+// it as its own.
+const keptBy = (insertSql: string, n: number, mark: string) => `
   with created as (${insertSql}),
   kept as (insert into idempotency_keys (scope, key, fingerprint, status, record, expires_at)
-    select $${n + 1}, $${n + 2}, $${n + 3}, 201, created::text, now() + make_interval(secs => $${n + 4}) from created)
+    select $${n + 1}, $${n + 2}, $${n + 3}, 201, '${mark} ' || created::text, now() + make_interval(secs => $${n + 4}) from created)
   select * from created`
 
 const FIND = `select fingerprint, expires_at > now() as live, record, status, headers, body
@@ -106,7 +110,7 @@ export default fp(async (fastify) => {
   const find = new Statement<KeptRecord>('idempotency.find', FIND)
   const dropExpired = new Statement<never>('idempotency.drop-expired', DROP_EXPIRED)
   // One statement per INSERT, made the first time a key comes with it.
-  const keptStatements = new WeakMap<object, Statement<unknown>>()
+  const keptStatements = new WeakMap<object, KeptStatement<unknown>>()
   let keptStatementCount = 0
 
   /** Sends an answer as it was kept: serialized already. */
@@ -128,16 +132,19 @@ export default fp(async (fastify) => {
     reply.header('retry-after', String(RETRY_AFTER_SECONDS))
     return fastify.httpErrors.conflict('A request with this Idempotency-Key is under way: try again shortly')
   }
+  const keptByAnotherVersion = () => fastify.httpErrors.unprocessableEntity('This Idempotency-Key\'s answer was kept by another version of this service, which created the record: use a new key for a new request')
   const otherRequest = () => fastify.httpErrors.unprocessableEntity('This Idempotency-Key was used with another request: use a new key for a new request')
 
   /** The statement of an INSERT that also keeps a key; `n`, the INSERT's own parameters. */
-  function keptStatement<Row> (query: PreparedQuery<never, Row>, n: number): Statement<Row> {
-    let statement = keptStatements.get(query)
-    if (statement === undefined) {
-      statement = new Statement(`idempotency.insert-${++keptStatementCount}`, keptBy(query.text, n))
-      keptStatements.set(query, statement)
+  function keptStatement<Row> (query: PreparedQuery<never, Row>, n: number): KeptStatement<Row> {
+    let kept = keptStatements.get(query)
+    if (kept === undefined) {
+      // The mark is the INSERT's own: a digest of its SQL, which names the columns it returns.
+      const mark = createHash('sha256').update(query.text).digest('base64url').slice(0, 12)
+      kept = { mark, statement: new Statement(`idempotency.insert-${++keptStatementCount}`, keptBy(query.text, n, mark), query.makeRow) }
+      keptStatements.set(query, kept)
     }
-    return statement as Statement<Row>
+    return kept as KeptStatement<Row>
   }
 
   fastify.decorateRequest('createOnce', async function (this: FastifyRequest, reply: FastifyReply, create: (db: Knex) => Promise<Created>) {
@@ -168,46 +175,45 @@ export default fp(async (fastify) => {
   })
 
   fastify.decorateRequest('insertOnce', async function <Row, Args extends Scalar[]> (this: FastifyRequest, reply: FastifyReply, insertion: Insertion<Row, Args>, answer: (row: Row) => Created) {
-    const key = keyOf(this)
-    if (key === undefined) {
-      const created = answer(await this.guardWrite(() => insert(insertion)))
+    const sendRow = (row: Row) => {
+      const created = answer(row)
       return sendCreated(reply, created, created.body)
     }
+    const key = keyOf(this)
+    if (key === undefined) return sendRow(await this.guardWrite(() => insert(insertion)))
     const values = insertion.query.values(insertion.args)
-    const statement = keptStatement(insertion.query, values.length)
+    const { mark, statement } = keptStatement(insertion.query, values.length)
     const scope = scopeOf(this)
     const print = fingerprint(this)
     const keyValues = [scope, key, print, ttlSeconds]
     return this.guardWrite(async () => {
-      // A second attempt only once an expired key has been dropped.
+      // A second attempt only once an expired key's row has gone.
       for (let attempt = 1; ; attempt++) {
         const outcome = await runOnPool(fastify.pgPool, statement, [...values, ...keyValues])
           .then(({ rows }) => ({ row: rows[0]! }), (error: unknown) => ({ failure: error }))
-        if ('row' in outcome) {
-          const created = answer(outcome.row)
-          return sendCreated(reply, created, created.body)
-        }
+        if ('row' in outcome) return sendRow(outcome.row)
         const { failure } = outcome
         // The INSERT failed: as a repeat of a request whose key is kept, or on its own account.
         const { rows: [kept] } = await runOnPool(fastify.pgPool, find, [scope, key])
         if (kept === undefined || !kept.live) {
           if (!isKeyConflict(failure)) throw insertion.failure(failure)
-          // The key's row expired (or was swept meanwhile): an expired key is a new key, whose
-          // row goes, and the INSERT is tried once more.
-          /* c8 ignore next -- the key kept again and expired already: only with a lifetime of an instant */
+          // The key's row expired: an expired key is a new key, whose row goes, and the INSERT
+          // is tried once more.
+          /* c8 ignore next -- the key kept again by another request and expired already between the two attempts: only with a lifetime of an instant */
           if (attempt > 1) throw underWay(reply)
           await runOnPool(fastify.pgPool, dropExpired, [scope, key])
           continue
         }
         if (kept.fingerprint !== print) throw otherRequest()
+        if (kept.body === null && !kept.record!.startsWith(`${mark} `)) throw keptByAnotherVersion()
         reply.header('idempotent-replayed', 'true')
-        if (kept.record === null) return sendSerialized(reply, kept as StoredAnswer)
-        // The row is read back as the INSERT's own rows are: its statement has described
-        // them, as it has run (and failed) in this process a moment ago.
-        /* c8 ignore next -- a statement that failed before it was described did not run, so it kept no key */
+        if (kept.body !== null) return sendSerialized(reply, kept as StoredAnswer)
+        // The row is read back as the INSERT's own rows are, by the row function its statement
+        // made when PostgreSQL described them: it has just run here, and a statement's
+        // description comes before its execution, which failed.
+        /* c8 ignore next -- a statement that failed before it was described (a value PostgreSQL refused) ran nowhere with these values: no key kept them */
         if (statement.toRow === undefined) throw insertion.failure(failure)
-        const created = answer(statement.toRow(recordFields(kept.record)))
-        return sendCreated(reply, created, created.body)
+        return sendRow(statement.toRow(recordFields(kept.record!.slice(mark.length + 1))))
       }
     })
   })

@@ -99,25 +99,40 @@ t.test('a key that is not 1-255 printable ASCII characters gets 400, and nothing
   t.same(await app.knex('students').select('id'), [])
 })
 
-t.test('20 concurrent POSTs with one key over HTTP: one record, one 201 that is no replay, the rest replays or 409', async t => {
+t.test('20 concurrent POSTs with one key over HTTP: one record, one 201 that is no replay; the rest replays (one INSERT) or replays and 409s (several statements)', async t => {
   const app = await build(t)
   await app.listen({ port: 0, host: '127.0.0.1' })
   const { port } = app.server.address() as { port: number }
-  const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`http://127.0.0.1:${port}/students`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': 'burst' },
-    body: JSON.stringify(ada)
-  }).then(async res => ({ status: res.status, replayed: res.headers.get('idempotent-replayed'), retryAfter: res.headers.get('retry-after'), body: await res.text() }))))
-  const fresh = answers.filter(answer => answer.status === 201 && answer.replayed === null)
-  t.equal(fresh.length, 1, 'one create ran')
-  for (const answer of answers) {
-    if (answer.status === 201) t.equal(answer.body, fresh[0]!.body, 'every 201 is that answer')
-    else {
-      t.equal(answer.status, 409, 'the others were told it is under way')
-      t.equal(answer.retryAfter, '1', 'with Retry-After')
-    }
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  const creates = [
+    // A repeat's INSERT waits for the first's e-mail, then finds its key.
+    { url: '/students', headers: {}, payload: ada, table: 'students', oneInsert: true },
+    // No unique column: a repeat's INSERT waits on the first's key.
+    { url: '/api/clients', headers: admin, payload: client, table: 'clients', oneInsert: true },
+    { url: '/api/roles', headers: admin, payload: { name: 'Editor', permission: [] }, table: 'roles', oneInsert: false }
+  ]
+  for (const { url, headers, payload, table, oneInsert } of creates) {
+    await t.test(url, async t => {
+      const count = async () => Number((await app.knex(table).count({ n: '*' }))[0]!.n)
+      const before = await count()
+      const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`http://127.0.0.1:${port}${url}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'idempotency-key': `burst ${url}` },
+        body: JSON.stringify(payload)
+      }).then(async res => ({ status: res.status, replayed: res.headers.get('idempotent-replayed'), retryAfter: res.headers.get('retry-after'), body: await res.text() }))))
+      const fresh = answers.filter(answer => answer.status === 201 && answer.replayed === null)
+      t.equal(fresh.length, 1, 'one create ran')
+      for (const answer of answers) {
+        if (answer.status === 201) t.equal(answer.body, fresh[0]!.body, 'every 201 is that answer')
+        else {
+          t.notOk(oneInsert, 'a repeat of one INSERT waits for it and gets its answer')
+          t.equal(answer.status, 409, 'the others were told it is under way')
+          t.equal(answer.retryAfter, '1', 'with Retry-After')
+        }
+      }
+      t.equal(await count(), before + 1, 'one record')
+    })
   }
-  t.equal(Number((await app.knex('students').count({ n: '*' }))[0]!.n), 1, 'one record')
 })
 
 // The other request: a connection that holds the table in a transaction, so that this one's
@@ -166,21 +181,48 @@ t.test('a create of one INSERT whose key another request commits while it runs: 
   t.same((await app.knex('students').select('email')).map(row => row.email), [student(1).email], 'the create was rolled back')
 })
 
-t.test('a key kept with its serialized answer (as creates of several statements keep theirs) replays that answer on any create route', async t => {
+t.test('a key kept with its serialized answer (by a create of several statements, or by the previous version over an expired row) replays that answer first', async t => {
   const app = await build(t)
   const first = await app.inject({ method: 'POST', url: '/students', headers: key('probe'), payload: student(1) })
-  const { scope, fingerprint } = await app.knex('idempotency_keys').where({ key: 'probe' }).first('scope', 'fingerprint')
-  await app.knex('idempotency_keys').where({ key: 'probe' }).update({ record: null, headers: { location: first.headers.location, etag: first.headers.etag }, body: first.body })
+  const kept = JSON.stringify({ ...first.json(), id: 999, name: 'The Kept Answer' })
+  await app.knex('idempotency_keys').where({ key: 'probe' }).update({ headers: { location: '/students/999', etag: '"999"' }, body: kept })
   await app.knex('students').delete()
   const again = await app.inject({ method: 'POST', url: '/students', headers: key('probe'), payload: student(1) })
   t.equal(again.statusCode, 201)
   t.equal(again.headers['idempotent-replayed'], 'true')
-  t.equal(again.body, first.body, 'the kept body')
-  t.equal(again.headers.location, first.headers.location)
-  t.equal(again.headers.etag, first.headers.etag)
+  t.equal(again.body, kept, 'the kept body, not the kept row')
+  t.equal(again.headers.location, '/students/999')
+  t.equal(again.headers.etag, '"999"')
+  t.not(first.body, again.body)
   t.same(await app.knex('students').select('id'), [], 'nothing written')
-  t.equal(scope, 'route POST /students')
-  t.type(fingerprint, 'string')
+})
+
+t.test('a row kept by an INSERT that returned other columns (another version of the service) is not read as this one\'s: 422', async t => {
+  const app = await build(t)
+  await app.inject({ method: 'POST', url: '/students', headers: key('old'), payload: student(1) })
+  await app.knex('idempotency_keys').where({ key: 'old' }).update({ record: app.knex.raw("'an0therMark0 ' || substr(record, 14)") })
+  const again = await app.inject({ method: 'POST', url: '/students', headers: key('old'), payload: student(1) })
+  t.equal(again.statusCode, 422)
+  t.match(again.json(), { success: false, statusCode: 422, message: /another version/ })
+  t.notOk(again.headers['idempotent-replayed'])
+})
+
+t.test('a caller\'s key kept by a create of one INSERT and expired is a new key on a create of several statements, and the other way round', async t => {
+  const app = await build(t)
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  const expire = () => app.knex('idempotency_keys').update({ expires_at: app.knex.raw("now() - interval '1 second'") })
+  const post = (url: string, payload: object) => app.inject({ method: 'POST', url, headers: { ...admin, ...key('reused') }, payload })
+  t.equal((await post('/api/clients', client)).statusCode, 201)
+  await expire()
+  const role = await post('/api/roles', { name: 'Editor', permission: [] })
+  t.equal(role.statusCode, 201, 'the role is created')
+  t.notOk(role.headers['idempotent-replayed'])
+  t.equal((await post('/api/roles', { name: 'Editor', permission: [] })).body, role.body, 'and its answer kept for the key')
+  await expire()
+  const other = await post('/api/clients', { ...client, name: 'Other Ltd' })
+  t.equal(other.statusCode, 201)
+  t.notOk(other.headers['idempotent-replayed'])
+  t.equal((await post('/api/clients', { ...client, name: 'Other Ltd' })).body, other.body)
 })
 
 t.test('a row kept as text comes back as it was, whatever its characters', async t => {

@@ -101,7 +101,7 @@ export default fp(async (fastify) => {
   // Requests are told apart by an HMAC, so that the table keeps no body (a register's password).
   const secret = createSecretKey(createHmac('sha256', fastify.config.auth.jwtSecret).update('idempotency keys').digest())
 
-  function sendCreated (reply: FastifyReply, { location, etag }: Created, body: unknown): FastifyReply {
+  function sendCreated (reply: FastifyReply, { body, location, etag }: Created): FastifyReply {
     reply.code(201).header('location', location)
     if (etag !== undefined) reply.header('etag', etag)
     return reply.send(body)
@@ -111,7 +111,6 @@ export default fp(async (fastify) => {
   const dropExpired = new Statement<never>('idempotency.drop-expired', DROP_EXPIRED)
   // One statement per INSERT, made the first time a key comes with it.
   const keptStatements = new WeakMap<object, KeptStatement<unknown>>()
-  let keptStatementCount = 0
 
   /** Sends an answer as it was kept: serialized already. */
   function sendSerialized (reply: FastifyReply, { status, headers, body }: StoredAnswer): FastifyReply {
@@ -141,7 +140,7 @@ export default fp(async (fastify) => {
     if (kept === undefined) {
       // The mark is the INSERT's own: a digest of its SQL, which names the columns it returns.
       const mark = createHash('sha256').update(query.text).digest('base64url').slice(0, 12)
-      kept = { mark, statement: new Statement(`idempotency.insert-${++keptStatementCount}`, keptBy(query.text, n, mark), query.makeRow) }
+      kept = { mark, statement: new Statement(`idempotency.insert-${mark}`, keptBy(query.text, n, mark), query.makeRow) }
       keptStatements.set(query, kept)
     }
     return kept as KeptStatement<Row>
@@ -151,7 +150,7 @@ export default fp(async (fastify) => {
     const key = keyOf(this)
     if (key === undefined) {
       const created = await this.guardWrite(() => create(knex))
-      return sendCreated(reply, created, created.body)
+      return sendCreated(reply, created)
     }
     const scope = scopeOf(this)
     const print = fingerprint(this)
@@ -175,10 +174,7 @@ export default fp(async (fastify) => {
   })
 
   fastify.decorateRequest('insertOnce', async function <Row, Args extends Scalar[]> (this: FastifyRequest, reply: FastifyReply, insertion: Insertion<Row, Args>, answer: (row: Row) => Created) {
-    const sendRow = (row: Row) => {
-      const created = answer(row)
-      return sendCreated(reply, created, created.body)
-    }
+    const sendRow = (row: Row) => sendCreated(reply, answer(row))
     const key = keyOf(this)
     if (key === undefined) return sendRow(await this.guardWrite(() => insert(insertion)))
     const values = insertion.query.values(insertion.args)

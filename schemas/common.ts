@@ -127,7 +127,17 @@ export const NamedRef = Type.Object({
   name: Type.String()
 }, { $id: 'NamedRef', additionalProperties: false })
 
-/** A JWT, as login and register return it. */
-export const TokenEnvelope = Envelope(Type.String({ description: 'A bearer token (JWT, HS256)' }), { $id: 'TokenEnvelope' })
+/**
+ * A session's tokens, as login, register and refresh return them: `data` is the access token,
+ * where the first backend's clients read it; the rest as OAuth 2.0 names them (RFC 6749, 5.1).
+ */
+export const TokenEnvelope = Type.Object({
+  success: Type.Literal(true),
+  data: Type.String({ description: 'The access token: a bearer JWT (HS256), for the Authorization header' }),
+  refresh_token: Type.String({ pattern: '^[A-Za-z0-9_-]{43}$', description: 'Spent by POST /api/token/refresh for the next pair; opaque' }),
+  expires_in: Type.Integer({ minimum: 1, description: 'The access token\'s lifetime, in seconds' }),
+  token_type: Type.Literal('Bearer'),
+  message: Type.Optional(Type.String())
+}, { $id: 'TokenEnvelope', additionalProperties: false })
 
 export const commonSchemas = [ErrorBody, NamedRef, TokenEnvelope]

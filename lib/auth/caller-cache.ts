@@ -3,6 +3,8 @@ import type { Knex } from 'knex'
 /** What one token's check found in the database: whose it is and what they may do. */
 export interface CachedCaller {
   userId: number
+  /** The session the token is of; none for a token issued before sessions were. */
+  sessionId?: number | undefined
   permissions: Set<string>
 }
 
@@ -75,11 +77,19 @@ export class CallerCache {
     }
   }
 
-  /** Applies an `auth_changed` notification: `token:<jti>`, `user:<id>`, or anything else for all. */
+  forgetSession (sessionId: number): void {
+    this.#version++
+    for (const [jti, caller] of this.#entries) {
+      if (caller.sessionId === sessionId) this.#entries.delete(jti)
+    }
+  }
+
+  /** Applies an `auth_changed` notification: `token:<jti>`, `user:<id>`, `session:<id>`, or anything else for all. */
   apply (payload: string): void {
     const [kind, key = ''] = payload.split(':', 2)
     if (kind === 'token') this.forgetToken(key)
     else if (kind === 'user' && /^\d+$/.test(key)) this.forgetUser(Number(key))
+    else if (kind === 'session' && /^\d+$/.test(key)) this.forgetSession(Number(key))
     else this.clear()
   }
 

@@ -52,6 +52,12 @@ export interface AuthConfig {
   /** HS256 key, at least 32 bytes. */
   jwtSecret: string
   jwtTtlSeconds: number
+  /** How long a refresh token holds, unspent. */
+  refreshTtlSeconds: number
+  /** A session ends this long after its login at the latest, refreshed or not. */
+  sessionMaxAgeSeconds: number
+  /** A spent refresh token presented again this soon after its spending gets the same successors (two tabs); later, it ends its session. */
+  refreshReuseGraceSeconds: number
   /** With adminPassword: start-up makes sure this user exists with role Admin. */
   adminEmail: string | undefined
   adminPassword: string | undefined
@@ -223,6 +229,9 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
     auth: {
       jwtSecret: jwtSecret(env, dataDir, !dbHost),
       jwtTtlSeconds: duration(env, 'JWT_TTL', 3600),
+      refreshTtlSeconds: duration(env, 'REFRESH_TTL', 30 * 86_400),
+      sessionMaxAgeSeconds: duration(env, 'SESSION_MAX_AGE', 90 * 86_400),
+      refreshReuseGraceSeconds: duration(env, 'REFRESH_REUSE_GRACE', 10),
       adminEmail,
       adminPassword,
       generateAdmin: !dbHost && adminEmail === undefined,

@@ -4,11 +4,14 @@ import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
+import type { LiveSession } from './sessions-repository.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
 export interface Caller {
   id: number
   jti: string
+  /** The session the token is of; none for a token issued before sessions were. */
+  sessionId: number | undefined
   /** Expiry of the presented token, seconds since the epoch. */
   exp: number
   permissions: Set<string>
@@ -19,15 +22,27 @@ interface TokenClaims {
   jti: string
   /** The user's token generation when the token was issued; logging out everywhere moves it on. */
   gen: number
+  /** The session's id (plugins/app/sessions-repository.ts). */
+  sid?: number
   iat: number
   exp: number
 }
 
 declare module '@fastify/jwt' {
   interface FastifyJWT {
-    payload: Pick<TokenClaims, 'sub' | 'jti' | 'gen'>
+    payload: Pick<TokenClaims, 'sub' | 'jti' | 'gen' | 'sid'> & { iat?: number }
     user: Caller
   }
+}
+
+/** What a login, a register and a refresh answer beside `success`: the session's tokens. */
+export interface SessionTokens {
+  /** The access token: a bearer JWT. */
+  data: string
+  refresh_token: string
+  /** The access token's lifetime in seconds. */
+  expires_in: number
+  token_type: 'Bearer'
 }
 
 declare module 'fastify' {
@@ -36,8 +51,12 @@ declare module 'fastify' {
     authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
     /** Route hook factory (onRequest, before the body is read): the caller holds `permission`, or 403. */
     can: (permission: string) => (request: FastifyRequest) => Promise<void>
-    /** A new token for the user. */
-    issueToken: (user: { id: number, token_generation: number }) => string
+    /**
+     * An access token of the session, issued at `issuedAt` (seconds since the epoch), beside
+     * its refresh token. The same arguments make the same token: a refresh repeated within
+     * its grace is answered as it was.
+     */
+    sessionTokens: (session: LiveSession, refreshToken: string, issuedAt: number, jti?: string) => SessionTokens
   }
 }
 
@@ -52,7 +71,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 function wellFormed (claims: TokenClaims): boolean {
   return typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= MAX_ID &&
     typeof claims.jti === 'string' && UUID.test(claims.jti) &&
-    Number.isSafeInteger(claims.gen) && claims.gen >= 0
+    Number.isSafeInteger(claims.gen) && claims.gen >= 0 &&
+    (claims.sid === undefined || (Number.isSafeInteger(claims.sid) && claims.sid > 0))
 }
 
 /**
@@ -82,8 +102,13 @@ export default fp(async (fastify) => {
     return fastify.httpErrors.unauthorized(message)
   }
 
-  fastify.decorate('issueToken', (user: { id: number, token_generation: number }) =>
-    fastify.jwt.sign({ sub: String(user.id), jti: randomUUID(), gen: user.token_generation }))
+  fastify.decorate('sessionTokens', (session: LiveSession, refreshToken: string, issuedAt: number, jti: string = randomUUID()): SessionTokens => {
+    // No access token outlives its session.
+    const lifetime = Math.min(jwtTtlSeconds, session.expiresAt - issuedAt)
+    const claims = { sub: String(session.userId), jti, gen: session.generation, sid: session.id, iat: issuedAt }
+    const token = lifetime === jwtTtlSeconds ? fastify.jwt.sign(claims) : fastify.jwt.sign(claims, { expiresIn: Math.max(1, lifetime) })
+    return { data: token, refresh_token: refreshToken, expires_in: Math.max(1, lifetime), token_type: 'Bearer' }
+  })
 
   fastify.decorate('authenticate', async (request: FastifyRequest, reply: FastifyReply) => {
     const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
@@ -102,13 +127,16 @@ export default fp(async (fastify) => {
     let caller = cache.get(claims.jti)
     if (caller?.userId !== id) {
       const version = cache.version
-      const permissions = await fastify.usersRepository.tokenPermissions(id, claims.gen, claims.jti)
+      const permissions = await fastify.usersRepository.tokenPermissions(id, claims.gen, claims.jti, claims.sid)
       if (permissions === undefined) throw unauthorized(reply, 'The token is no longer valid')
-      caller = { userId: id, permissions: new Set(permissions) }
+      caller = { userId: id, sessionId: claims.sid, permissions: new Set(permissions) }
       cache.set(claims.jti, caller, version)
     }
+    if (claims.sid !== undefined) {
+      fastify.sessionsRepository.touch(claims.sid)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the session\'s last use'))
+    }
 
-    request.user = { id, jti: claims.jti, exp: claims.exp, permissions: caller.permissions }
+    request.user = { id, jti: claims.jti, sessionId: claims.sid, exp: claims.exp, permissions: caller.permissions }
   })
 
   fastify.decorate('can', (permission: string) => async (request: FastifyRequest) => {
@@ -116,4 +144,4 @@ export default fp(async (fastify) => {
       throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
     }
   })
-}, { name: 'auth', dependencies: ['config', 'sensible', 'caller-cache', 'users-repository'] })
+}, { name: 'auth', dependencies: ['config', 'sensible', 'caller-cache', 'users-repository', 'sessions-repository'] })

@@ -29,11 +29,12 @@ export interface Attempt {
 }
 
 /**
- * Counts one attempt under each key, the e-mail's unless null, and answers each count and the
+ * Counts one attempt under each key, the second unless null (an SQL expression may name it: a
+ * refresh counts under the session of its token), and answers each count and the
  * seconds left in its window: an INSERT … RETURNING, for a prepared statement of its own or
  * for a WITH of one that does more (login looks the user up in the same round trip).
  */
-export const countAttempt = (knex: Knex, windowSeconds: number, ipKey: string, emailCounter: string | null) => knex.raw(`
+export const countAttempt = (knex: Knex, windowSeconds: number, ipKey: string, emailCounter: string | Knex.Raw | null) => knex.raw(`
   insert into rate_limits as r (key, hits, reset_at)
   select key, 1, now() + make_interval(secs => ?) from unnest(array[?, ?]::text[]) as key where key is not null
   on conflict (key) do update set

@@ -11,6 +11,7 @@ import { holdsFilter } from '../../lib/db/list-sql.js'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { countAttempt, type Attempt, type AttemptCount } from './throttle.js'
+import type { SessionsRepository } from './sessions-repository.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,7 +26,7 @@ interface Credentials { id: number, password: string, token_generation: number }
 type CountedCredentials = AttemptCount & { [column in keyof Credentials]: Credentials[column] | null }
 export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
 
-function createUsersRepository (database: Database, cache: CallerCache, conflict: (message: string) => Error) {
+function createUsersRepository (database: Database, cache: CallerCache, sessions: SessionsRepository, conflict: (message: string) => Error) {
   const { knex } = database
   const live = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
   const columns = (trx: Knex) => ['u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
@@ -151,12 +152,14 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
     },
 
     /**
-     * Tokens issued before this call stop working, on every instance, but for `keep` (a token
-     * of this user's): it stays valid until it expires or all sessions end again.
+     * Every session of the user ends, and tokens issued before this call stop working, on every
+     * instance, but for `keep` (a token of this user's): its session stays (a token of no
+     * session stays valid until it expires or all sessions end again).
      */
-    async endAllSessions (id: number, trx: Knex = knex, keep?: { jti: string, expiresAt: Date }): Promise<void> {
+    async endAllSessions (id: number, trx: Knex = knex, keep?: { jti: string, expiresAt: Date, sessionId: number | undefined }): Promise<void> {
+      await sessions.endAll(id, trx, keep?.sessionId)
       const [{ token_generation: generation }] = await trx('users').where({ id }).increment('token_generation', 1).returning('token_generation')
-      if (keep) {
+      if (keep && keep.sessionId === undefined) {
         await trx('kept_tokens').where('expires_at', '<', trx.fn.now()).delete()
         await trx('kept_tokens').insert({ jti: keep.jti, user_id: id, token_generation: generation, expires_at: keep.expiresAt })
           .onConflict('jti').merge(['token_generation'])
@@ -167,9 +170,10 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
     /**
      * The token check's look-up (plugins/app/auth.ts, on a miss of the caller cache): the
      * permissions of the token's user, or undefined if the token no longer holds (its user
-     * deleted, its generation ended unless the token was kept, the token revoked).
+     * deleted, its session ended, the token revoked; a token of no session, issued before
+     * sessions were: its generation ended unless the token was kept).
      */
-    async tokenPermissions (id: number, generation: number, jti: string): Promise<string[] | undefined> {
+    async tokenPermissions (id: number, generation: number, jti: string, sessionId: number | undefined): Promise<string[] | undefined> {
       const { rows } = await knex.raw<{ rows: { permissions: string[] }[] }>(`
         select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
         from users u
@@ -177,10 +181,14 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
         left join role_permissions rp on rp.role_id = ur.role_id
         left join permissions p on p.id = rp.permission_id
         where u.id = ? and u.deleted_at is null
-          and (u.token_generation = ? or exists (select 1 from kept_tokens k
-            where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation))
+          and case when ?::bigint is null
+            then u.token_generation = ? or exists (select 1 from kept_tokens k
+              where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation)
+            else exists (select 1 from sessions s
+              where s.id = ?::bigint and s.user_id = u.id and s.ended_at is null and s.expires_at > now())
+          end
           and not exists (select 1 from revoked_tokens where jti = ?)
-        group by u.id`, [id, generation, jti, jti]).options({ name: 'auth.caller' })
+        group by u.id`, [id, sessionId ?? null, generation, jti, sessionId ?? null, jti]).options({ name: 'auth.caller' })
       return rows[0]?.permissions
     },
 
@@ -204,5 +212,5 @@ function createUsersRepository (database: Database, cache: CallerCache, conflict
 
 /** Data access for users and their roles. Password hashes never leave it but for login. */
 export default fp(async (fastify) => {
-  fastify.decorate('usersRepository', createUsersRepository(fastify.database, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
-}, { name: 'users-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })
+  fastify.decorate('usersRepository', createUsersRepository(fastify.database, fastify.callerCache, fastify.sessionsRepository, message => fastify.httpErrors.conflict(message)))
+}, { name: 'users-repository', dependencies: ['knex', 'sensible', 'caller-cache', 'sessions-repository'] })

@@ -1,15 +1,20 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { contentTag } from '../../../lib/http/entity-tags.js'
+import { InvalidFields } from '../../../lib/http/invalid-fields.js'
+import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import { accountSchemas, accountSharedSchemas } from './schema.js'
 
 /** `/api/logout`, `/api/profile` and `/api/permissions`: any caller with a valid token. */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ schemas: accountSharedSchemas })
   fastify.get('/logout', { schema: accountSchemas.logout }, async (request) => {
-    const { id, jti, exp } = request.user
-    await request.guardWrite(() => request.query.scope === 'all'
-      ? fastify.usersRepository.endAllSessions(id)
-      : fastify.usersRepository.revokeToken(jti, new Date(exp * 1000)))
+    const { id, jti, exp, sessionId } = request.user
+    await request.guardWrite(async () => {
+      if (request.query.scope === 'all') await fastify.usersRepository.endAllSessions(id)
+      else if (sessionId !== undefined) await fastify.sessionsRepository.endOne(id, sessionId, 'logout')
+      // A token of no session, issued before sessions were.
+      else await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000))
+    })
     return { success: true as const, data: null, message: 'Logged out' }
   })
 
@@ -17,6 +22,39 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/profile', { schema: accountSchemas.profile }, async (request, reply) => {
     const profile = await fastify.usersRepository.profile(request.user.id)
     return reply.sendTagged(contentTag(JSON.stringify(profile)), { success: true as const, data: profile! })
+  })
+
+  // The caller's own account, without user-edit. The current password is checked as a login's
+  // is, and counted with logins: a stolen access token alone cannot take the account over.
+  fastify.patch('/profile', { schema: accountSchemas.updateProfile }, async (request, reply) => {
+    const { name, email, password, c_password: confirmation, current_password: currentPassword } = request.body
+    if (name === undefined && email === undefined && password === undefined && confirmation === undefined) {
+      throw new InvalidFields({ body: ['must change at least one of name, email and password'] })
+    }
+    const { usersRepository } = fastify
+    const { id, jti, exp, sessionId } = request.user
+    if (email !== undefined || password !== undefined || confirmation !== undefined) {
+      if (currentPassword === undefined) throw new InvalidFields({ current_password: ['is needed to change the e-mail address or the password'] })
+      const current = await usersRepository.profile(id)
+      const attempt = fastify.attempt('login', request, current!.email)
+      const { counts, user } = await usersRepository.findCredentialsCounting(current!.email, attempt)
+      attempt.check(reply, counts)
+      const matches = await fastify.passwords.verify(user?.password, currentPassword, () => reply.sent || request.socket.destroyed)
+      if (matches === undefined) return // nothing to answer, nor anyone to answer it to
+      if (!matches) {
+        reply.header('www-authenticate', 'Bearer realm="api"')
+        throw fastify.httpErrors.unauthorized('The current password does not match')
+      }
+    }
+    const passwordHash = password === undefined && confirmation === undefined
+      ? undefined
+      : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
+    await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      await usersRepository.update(id, { name, email, passwordHash }, trx)
+      if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
+    }))
+    const profile = await usersRepository.profile(id)
+    return reply.sendTagged(contentTag(JSON.stringify(profile)), { success: true as const, data: profile!, message: 'Profile updated' })
   })
 
   fastify.get('/permissions', { schema: accountSchemas.permissions }, async () => {

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
-import { Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp } from '../../../schemas/common.js'
+import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp } from '../../../schemas/common.js'
+import { userFields } from '../../../schemas/users.js'
 import { authTag } from '../(public)/schema.js'
 import { rolesTag } from './roles/schema.js'
 
@@ -20,7 +21,7 @@ export const accountSchemas = {
     ...auth,
     operationId: 'auth.logout',
     summary: 'Log out',
-    description: 'The presented token stops working at once; with `scope=all`, every token of the caller does.',
+    description: 'Ends the session of the presented token: its access tokens stop working at once, on every instance, and its refresh token gets no new pair. With `scope=all`, every session of the caller ends, and every token.',
     querystring: Type.Object({
       scope: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('all')], { default: 'token' }))
     }),
@@ -33,6 +34,22 @@ export const accountSchemas = {
     description: 'The user the token belongs to, with the names of their roles and of the permissions those give.',
     headers: ReadHeaders,
     response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller'), 304: NotModified, ...errorResponses(401) }
+  },
+  updateProfile: {
+    ...auth,
+    operationId: 'auth.updateProfile',
+    summary: 'Change the caller\'s own name, e-mail address or password',
+    description: 'Needs no permission. A new e-mail address or password needs `current_password`: a wrong one is 401 and counts as a failed login ' +
+      '(rate limited per client IP and per e-mail address with logins, 429 with Retry-After). A new password (with `c_password`) ends every other session of the caller; this one stays. ' +
+      'Roles are changed through PUT/PATCH /api/users/{id}.',
+    body: AtLeastOneOf(Type.Object({
+      name: userFields.name,
+      email: userFields.email,
+      password: userFields.password,
+      c_password: userFields.c_password,
+      current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The caller\'s password as it is: needed to change the e-mail address or the password' })
+    })),
+    response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller as changed'), ...errorResponses(400, 401, 409, 413, 415, 429) }
   },
   permissions: {
     ...auth,

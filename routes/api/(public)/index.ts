@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
+import { accessTokenId, REFRESH_TOKEN, refreshSecret, successorOf } from '../../../lib/auth/refresh-tokens.js'
 import { authSchemas, authTag } from './schema.js'
 
 /**
@@ -8,10 +10,22 @@ import { authSchemas, authTag } from './schema.js'
  */
 const BODY_LIMIT = 8 * 1024
 
-/** `/api/login` and `/api/register`: the only routes of /api open to callers without a token. */
+/** Where a session was started from, as the caller's list of sessions shows it. */
+const client = (request: FastifyRequest) => ({ userAgent: request.headers['user-agent'], ip: request.ip })
+
+/** What a refresh token that gets no new pair is, as its 401 says. */
+const REFUSED = {
+  unknown: 'The refresh token is invalid or has expired',
+  expired: 'The refresh token is invalid or has expired',
+  ended: 'The session has ended',
+  reused: 'The refresh token was spent before: its session has ended'
+} as const
+
+/** `/api/login`, `/api/register` and `/api/token/refresh`: the routes of /api open to callers without a token. */
 const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: authTag })
-  const { usersRepository, rolesRepository } = fastify
+  const { usersRepository, rolesRepository, sessionsRepository } = fastify
+  const successors = refreshSecret(fastify.config.auth.jwtSecret)
 
   // Login counts its attempt in the statement that looks the user up (register, in a hook,
   // before validation): a malformed body, answered 400 without a hash, is not counted.
@@ -29,19 +43,40 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw fastify.httpErrors.unauthorized('These credentials do not match our records')
     }
-    return { success: true as const, data: fastify.issueToken(user!) }
+    const { session, refreshToken, issuedAt } = await request.guardWrite(() =>
+      fastify.knex.transaction(trx => sessionsRepository.start(trx, user!.id, client(request))))
+    return { success: true as const, ...fastify.sessionTokens(session, refreshToken, issuedAt) }
   })
 
   fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('register') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
     return request.createOnce(reply, async db => {
-      const user = await db.transaction(async trx => {
+      const { user, started } = await db.transaction(async trx => {
         const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
-        return usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+        const user = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+        return { user, started: await sessionsRepository.start(trx, user.id, client(request)) }
       })
-      return { body: { success: true as const, data: fastify.issueToken(user), message: 'Registered' }, location: `/api/users/${user.id}` }
+      const tokens = fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt)
+      return { body: { success: true as const, ...tokens, message: 'Registered' }, location: `/api/users/${user.id}` }
     })
+  })
+
+  // Counted per client IP and per session like a login, before anything else; a token spent
+  // again within REFRESH_REUSE_GRACE gets the same pair, later it ends its session.
+  fastify.post('/token/refresh', { schema: authSchemas.refresh, bodyLimit: BODY_LIMIT }, async (request, reply) => {
+    const { refresh_token: token } = request.body
+    const attempt = fastify.attempt('refresh', request, undefined)
+    attempt.check(reply, await sessionsRepository.countRefresh(attempt.windowSeconds, attempt.ipKey, token))
+    const refresh = REFRESH_TOKEN.test(token)
+      ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors)))
+      : { outcome: 'unknown' as const }
+    if (refresh.outcome === 'spent' || refresh.outcome === 'repeated') {
+      const successor = successorOf(token, successors)
+      return { success: true as const, ...fastify.sessionTokens(refresh.session, successor, refresh.issuedAt, accessTokenId(successor)) }
+    }
+    reply.header('www-authenticate', 'Bearer realm="api"')
+    throw fastify.httpErrors.unauthorized(REFUSED[refresh.outcome])
   })
 }
 

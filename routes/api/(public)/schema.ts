@@ -13,21 +13,36 @@ export const authSchemas = {
     security: [],
     operationId: 'auth.login',
     summary: 'Log in',
-    description: 'Answers a bearer token. A wrong e-mail address and a wrong password get the same 401. Rate limited per client IP and per e-mail address (429 with Retry-After).',
+    description: 'Starts a session: answers an access token (`data`, a bearer JWT living JWT_TTL) and a refresh token for POST /api/token/refresh. A wrong e-mail address and a wrong password get the same 401. Rate limited per client IP and per e-mail address (429 with Retry-After).',
     body: Type.Object({
       email: Type.String({ minLength: 1, maxLength: 254, example: 'admin@example.com' }),
       password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true })
     }, { additionalProperties: false }),
-    response: { 200: token('A bearer token'), ...errorResponses(400, 401, 413, 415, 429) }
+    response: { 200: token('The new session\'s access and refresh tokens'), ...errorResponses(400, 401, 413, 415, 429) }
+  },
+  refresh: {
+    tags: [authTag.name],
+    security: [],
+    operationId: 'auth.refresh',
+    summary: 'Refresh a session\'s tokens',
+    description: 'Spends a refresh token for a new access token and a new refresh token of the same session; needs no access token. ' +
+      'A refresh token is spent once: presented again within REFRESH_REUSE_GRACE (10 s by default) of its spending it gets the same pair again ' +
+      '(two tabs refreshing at once both stay logged in); later, it is taken for stolen, and its whole session ends, its access tokens too, on every instance. ' +
+      'Refresh tokens live REFRESH_TTL (30 days by default) unspent, and no session outlives SESSION_MAX_AGE (90 days by default) after its login. ' +
+      'Rate limited per client IP and per session (429 with Retry-After).',
+    body: Type.Object({
+      refresh_token: Type.String({ minLength: 1, maxLength: 256, writeOnly: true, description: 'The refresh token of the last login, register or refresh' })
+    }, { additionalProperties: false }),
+    response: { 200: token('The session\'s next access and refresh tokens'), ...errorResponses(400, 401, 413, 415, 429) }
   },
   register: {
     tags: [authTag.name],
     security: [],
     operationId: 'auth.register',
     summary: 'Register',
-    description: 'Creates a user with the roles named in REGISTER_ROLES and answers a bearer token for them. Rate limited like login.',
+    description: 'Creates a user with the roles named in REGISTER_ROLES and starts a session of theirs: answers an access token and a refresh token, as login does. Rate limited like login.',
     headers: CreateHeaders,
     body: Type.Object(userFields, { additionalProperties: false }),
-    response: { 201: Created(TokenEnvelope, 'A bearer token for the new user; `Location` is the user\'s address', false), ...errorResponses(400, 409, 413, 415, 422, 429) }
+    response: { 201: Created(TokenEnvelope, 'The new user\'s session: access and refresh tokens; `Location` is the user\'s address', false), ...errorResponses(400, 409, 413, 415, 422, 429) }
   }
 }

@@ -34,7 +34,13 @@ t.test('notifications forget the token, the user, or everything', async t => {
   fill()
   cache.apply('user:1')
   t.same([cache.get('a'), cache.get('b'), !!cache.get('c')], [undefined, undefined, true], 'user:1')
-  for (const payload of ['all', 'user:x', '']) {
+  cache.clear()
+  cache.set('a', { ...caller(1), sessionId: 7 }, cache.version)
+  cache.set('b', { ...caller(1), sessionId: 8 }, cache.version)
+  cache.set('c', caller(1), cache.version)
+  cache.apply('session:7')
+  t.same([cache.get('a'), !!cache.get('b'), !!cache.get('c')], [undefined, true, true], 'session:7 forgets the tokens of that session only')
+  for (const payload of ['all', 'user:x', 'session:x', '']) {
     fill()
     cache.apply(payload)
     t.equal(cache.size, 0, `"${payload}" forgets everything`)

@@ -102,10 +102,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
           const updated = await usersRepository.update(id, { name, email, passwordHash, roleIds }, trx)
           if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
-          // A new password ends every token of the user, but the one a user changed their own with.
+          // A new password ends every session of the user, but the one a user changed their own in.
           if (passwordHash !== undefined) {
-            const { id: callerId, jti, exp } = request.user
-            await usersRepository.endAllSessions(id, trx, callerId === id ? { jti, expiresAt: new Date(exp * 1000) } : undefined)
+            const { id: callerId, jti, exp, sessionId } = request.user
+            await usersRepository.endAllSessions(id, trx, callerId === id ? { jti, expiresAt: new Date(exp * 1000), sessionId } : undefined)
           }
           return updated
         }))

@@ -1,0 +1,185 @@
+import fp from 'fastify-plugin'
+import type { Knex } from 'knex'
+import type { CallerCache } from '../../lib/auth/caller-cache.js'
+import { countAttempt, type AttemptCount } from './throttle.js'
+import { newRefreshToken, refreshHash } from '../../lib/auth/refresh-tokens.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    sessionsRepository: SessionsRepository
+  }
+}
+
+/** A session as its user sees it. */
+export interface SessionRecord {
+  id: number
+  created_at: string
+  last_used_at: string
+  expires_at: string
+  user_agent: string | null
+  ip: string | null
+}
+
+/** What an access token of a session is made of: whose it is, and until when the session holds. */
+export interface LiveSession {
+  id: number
+  userId: number
+  generation: number
+  /** The session's end at the latest, seconds since the epoch. */
+  expiresAt: number
+}
+
+/** What a refresh token presented came to. */
+export type Refresh =
+  | { outcome: 'spent', session: LiveSession, issuedAt: number }
+  | { outcome: 'repeated', session: LiveSession, issuedAt: number }
+  | { outcome: 'reused' | 'unknown' | 'expired' | 'ended' }
+
+/** Why a session ended, as `sessions.end_reason` keeps it. */
+export type EndReason = 'logout' | 'ended by its user' | 'all sessions ended' | 'refresh token reused'
+
+const SESSION_COLUMNS = 'id::float8 as id, created_at, last_used_at, expires_at, user_agent, ip'
+const LIVE = 'ended_at is null and expires_at > now()'
+/** How often a session's last use is written, at most. */
+const TOUCH_EVERY_MS = 60_000
+
+interface LiveRow { id: number, user_id: number, token_generation: number, expires_at: number, issued_at: number }
+const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, generation: row.token_generation, expiresAt: row.expires_at })
+
+function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number }) {
+  const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds } = settings
+  // When each session's last use was last written by this instance, the oldest first.
+  const touched = new Map<number, number>()
+
+  /** Ends the sessions the query finds, at once on this instance, on the others by notification. */
+  async function end (trx: Knex, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<SessionRecord[]> {
+    const ended: SessionRecord[] = await where(trx('sessions').whereNull('ended_at'))
+      .update({ ended_at: trx.fn.now(), end_reason: reason })
+      .returning(trx.raw(SESSION_COLUMNS))
+    cache.afterCommit(trx, callers => { for (const session of ended) callers.forgetSession(session.id) })
+    return ended
+  }
+
+  return {
+    /**
+     * Starts a session of the user, with its first refresh token; drops the user's sessions
+     * that ended or expired a day ago or more, which nothing shows any longer.
+     */
+    async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number }> {
+      await trx('sessions').where('user_id', userId)
+        .where(qb => qb.where('ended_at', '<', trx.raw("now() - interval '1 day'")).orWhere('expires_at', '<', trx.raw("now() - interval '1 day'")))
+        .delete()
+      const refreshToken = newRefreshToken()
+      const { rows: [row] } = await trx.raw<{ rows: LiveRow[] }>(`
+        with session as (
+          insert into sessions (user_id, expires_at, user_agent, ip)
+          values (?, now() + make_interval(secs => ?), ?, ?)
+          returning id, user_id, expires_at),
+        refresh as (
+          insert into refresh_tokens (hash, session_id, issued_at, expires_at)
+          select ?, id, now(), least(now() + make_interval(secs => ?), expires_at) from session)
+        select s.id::float8 as id, s.user_id, u.token_generation,
+          floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at
+        from session s join users u on u.id = s.user_id`,
+      [userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64), refreshHash(refreshToken), refreshTtlSeconds])
+      return { session: live(row!), refreshToken, issuedAt: row!.issued_at }
+    },
+
+    /**
+     * Counts a refresh under the client's IP and under the session of the token presented (if
+     * it names one), as login counts under IP and e-mail address.
+     */
+    async countRefresh (windowSeconds: number, ipKey: string, token: string): Promise<AttemptCount[]> {
+      const sessionKey = knex.raw('(select \'refresh:session:\' || session_id from refresh_tokens where hash = ?)', [refreshHash(token)])
+      const { rows } = await countAttempt(knex, windowSeconds, ipKey, sessionKey)
+      return rows
+    },
+
+    /**
+     * Spends a refresh token and keeps its successor (whose digest the caller gives), in one
+     * statement; or tells what else the token is. A token spent within the grace is answered
+     * as it was (`repeated`); spent before that, it is a reuse, and its session ends.
+     */
+    async refresh (token: string, successor: string): Promise<Refresh> {
+      const hash = refreshHash(token)
+      const { rows: [spent] } = await knex.raw<{ rows: LiveRow[] }>(`
+        with spent as (
+          update refresh_tokens set spent_at = now()
+          where hash = ? and spent_at is null and expires_at > now()
+          returning session_id),
+        live as (
+          select s.id, s.user_id, s.expires_at, u.token_generation
+          from spent join sessions s on s.id = spent.session_id join users u on u.id = s.user_id
+          where s.ended_at is null and s.expires_at > now() and u.deleted_at is null),
+        successor as (
+          insert into refresh_tokens (hash, session_id, issued_at, expires_at)
+          select ?, id, now(), least(now() + make_interval(secs => ?), expires_at) from live),
+        used as (update sessions s set last_used_at = now() from live where s.id = live.id)
+        select id::float8 as id, user_id, token_generation, floor(extract(epoch from expires_at))::float8 as expires_at,
+          floor(extract(epoch from now()))::float8 as issued_at
+        from live`, [hash, refreshHash(successor), refreshTtlSeconds])
+      if (spent) return { outcome: 'spent', session: live(spent), issuedAt: spent.issued_at }
+
+      // Not spent now: unknown, expired, of an ended session, or spent before (by a request
+      // that may have just committed: this statement sees it).
+      const { rows: [known] } = await knex.raw<{ rows: (LiveRow & { spent: boolean, unexpired: boolean, within_grace: boolean, session_live: boolean })[] }>(`
+        select s.id::float8 as id, s.user_id, u.token_generation, floor(extract(epoch from s.expires_at))::float8 as expires_at,
+          floor(extract(epoch from t.spent_at))::float8 as issued_at,
+          t.spent_at is not null as spent, t.expires_at > now() as unexpired,
+          coalesce(now() - t.spent_at <= make_interval(secs => ?), false) as within_grace,
+          s.ended_at is null and s.expires_at > now() and u.deleted_at is null as session_live
+        from refresh_tokens t join sessions s on s.id = t.session_id join users u on u.id = s.user_id
+        where t.hash = ?`, [refreshReuseGraceSeconds, hash])
+      if (!known) return { outcome: 'unknown' }
+      if (!known.session_live) return { outcome: 'ended' }
+      if (!known.spent) return { outcome: 'expired' }
+      if (known.within_grace) return { outcome: 'repeated', session: live(known), issuedAt: known.issued_at }
+      await end(knex, qb => qb.where('id', known.id), 'refresh token reused')
+      return { outcome: 'reused' }
+    },
+
+    /** The user's live sessions, the most recently used first. */
+    async list (userId: number): Promise<SessionRecord[]> {
+      return knex('sessions').select(knex.raw(SESSION_COLUMNS)).where('user_id', userId)
+        .whereRaw(LIVE).orderBy([{ column: 'last_used_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    },
+
+    /** Ends this session of the user's, if it is one and live: the session as it was, or undefined. */
+    async endOne (userId: number, sessionId: number, reason: EndReason): Promise<SessionRecord | undefined> {
+      if (!Number.isSafeInteger(sessionId)) return undefined
+      const [ended] = await end(knex, qb => qb.where({ id: sessionId, user_id: userId }).whereRaw('expires_at > now()'), reason)
+      return ended
+    },
+
+    /** Ends every live session of the user but `keep`. */
+    async endAll (userId: number, trx: Knex = knex, keep?: number): Promise<void> {
+      await end(trx, qb => {
+        qb.where('user_id', userId)
+        return keep === undefined ? qb : qb.whereNot('id', keep)
+      }, 'all sessions ended')
+    },
+
+    /**
+     * Notes that the session was used now: written at most once a minute per session and
+     * instance, after the answer (its failure is only logged by the caller).
+     */
+    touch (sessionId: number, now = Date.now()): Promise<void> | undefined {
+      const last = touched.get(sessionId)
+      if (last !== undefined && now - last < TOUCH_EVERY_MS) return undefined
+      touched.delete(sessionId)
+      touched.set(sessionId, now)
+      // Forgetting the oldest: a session written again a minute early costs one UPDATE.
+      if (touched.size > 100_000) touched.delete(touched.keys().next().value!)
+      return knex('sessions').where('id', sessionId)
+        .where('last_used_at', '<', knex.raw("now() - interval '1 minute'"))
+        .update({ last_used_at: knex.fn.now() }).then(() => undefined)
+    }
+  }
+}
+
+export type SessionsRepository = ReturnType<typeof createSessionsRepository>
+
+/** Data access for sessions and their refresh tokens. */
+export default fp(async (fastify) => {
+  fastify.decorate('sessionsRepository', createSessionsRepository(fastify.knex, fastify.callerCache, fastify.config.auth))
+}, { name: 'sessions-repository', dependencies: ['knex', 'config', 'caller-cache'] })

@@ -1,0 +1,23 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { sessionSchemas, sessionSharedSchemas, sessionsTag } from './schema.js'
+
+/** `/api/sessions`: a caller's own sessions, for any caller with a valid token. */
+const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: sessionsTag, schemas: sessionSharedSchemas })
+  const { sessionsRepository } = fastify
+
+  fastify.get('/', { schema: sessionSchemas.index }, async (request) => {
+    const { id, sessionId } = request.user
+    const live = await sessionsRepository.list(id)
+    return { success: true as const, data: live.map(session => ({ ...session, current: session.id === sessionId })) }
+  })
+
+  fastify.delete('/:id', { schema: sessionSchemas.destroy }, async (request) => {
+    const { id, sessionId } = request.user
+    const ended = await request.guardWrite(() => sessionsRepository.endOne(id, request.params.id, 'ended by its user'))
+    if (!ended) throw fastify.httpErrors.notFound(`Session ${request.params.id} not found`)
+    return { success: true as const, data: { ...ended, current: ended.id === sessionId }, message: 'Session ended' }
+  })
+}
+
+export default sessions

@@ -1,0 +1,86 @@
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { build } from '../../helper.js'
+import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
+
+const patch = (app: FastifyInstance, token: string, payload: object) =>
+  app.inject({ method: 'PATCH', url: '/api/profile', headers: bearer(token), payload })
+const profile = async (app: FastifyInstance, token: string) =>
+  (await app.inject({ url: '/api/profile', headers: bearer(token) })).statusCode
+
+t.test('a caller without user-edit changes their own name; the answer is their profile, tagged as GET tags it', async t => {
+  const app = await build(t)
+  const { id, token } = await userWithRoles(app, [])
+  const res = await patch(app, token, { name: '  Ada Lovelace  ' })
+  t.equal(res.statusCode, 200)
+  t.match(res.json(), { success: true, data: { id, name: 'Ada Lovelace', roles: [], permissions: [] }, message: 'Profile updated' })
+  const read = await app.inject({ url: '/api/profile', headers: bearer(token) })
+  t.equal(read.json().data.name, 'Ada Lovelace')
+  t.equal(res.headers.etag, read.headers.etag)
+})
+
+t.test('a new e-mail address or password needs the current password; a wrong one is 401 and counts as a failed login', async t => {
+  const app = await build(t, config => { config.auth.rateLimit.perEmail = 3 })
+  const { email, token } = await userWithRoles(app, [])
+  const missing = await patch(app, token, { email: 'new@example.com' })
+  t.equal(missing.statusCode, 400)
+  t.match(missing.json(), { data: { current_password: [String] } })
+
+  const wrong = await patch(app, token, { email: 'new@example.com', current_password: 'not my password' })
+  t.equal(wrong.statusCode, 401)
+  t.match(wrong.json(), { success: false, statusCode: 401, message: 'The current password does not match' })
+  t.equal(wrong.headers['www-authenticate'], 'Bearer realm="api"')
+  t.equal(await profile(app, token), 200, 'the session lives on')
+
+  // userWithRoles' login counted once, this attempt once: a third brings the address to its limit of 3.
+  const third = await patch(app, token, { password: 'a brand new password', c_password: 'a brand new password', current_password: 'wrong again' })
+  t.equal(third.statusCode, 401)
+  const limited = await app.inject({ method: 'POST', url: '/api/login', payload: { email, password: PASSWORD } })
+  t.equal(limited.statusCode, 429, 'logins with the address are held back with the profile\'s failures')
+})
+
+t.test('an e-mail change with the right password; a taken address is 409 and nothing changes', async t => {
+  const app = await build(t)
+  const { token } = await userWithRoles(app, [])
+  const other = await userWithRoles(app, [])
+  const taken = await patch(app, token, { email: other.email.toUpperCase(), current_password: PASSWORD, name: 'Not Kept' })
+  t.equal(taken.statusCode, 409)
+  t.not((await app.inject({ url: '/api/profile', headers: bearer(token) })).json().data.name, 'Not Kept', 'nothing half-written')
+
+  const changed = await patch(app, token, { email: 'fresh@example.com', current_password: PASSWORD })
+  t.equal(changed.statusCode, 200)
+  t.equal(changed.json().data.email, 'fresh@example.com')
+  t.ok(await login(app, 'fresh@example.com'), 'logs in under the new address')
+})
+
+t.test('a password change ends every other session of the caller; the current one stays', async t => {
+  const app = await build(t)
+  const { email, token } = await userWithRoles(app, [])
+  const other = await login(app, email)
+  const mismatch = await patch(app, token, { password: 'a brand new password', c_password: 'another one', current_password: PASSWORD })
+  t.equal(mismatch.statusCode, 400)
+  t.match(mismatch.json(), { data: { c_password: [String] } })
+  t.equal(await profile(app, other), 200, 'a refused change ends nothing')
+
+  const res = await patch(app, token, { password: 'a brand new password', c_password: 'a brand new password', current_password: PASSWORD })
+  t.equal(res.statusCode, 200)
+  t.equal(await profile(app, token), 200, 'the current session stays')
+  t.equal(await profile(app, other), 401, 'the other session has ended')
+  t.ok(await login(app, email, 'a brand new password'))
+  t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email, password: PASSWORD } })).statusCode, 401, 'the old password is refused')
+})
+
+t.test('bad bodies are 400 naming what is wrong', async t => {
+  const app = await build(t)
+  const { token } = await userWithRoles(app, [])
+  for (const [payload, field] of [
+    [{}, null], [{ current_password: PASSWORD }, 'body'], [{ roles: ['Admin'] }, 'roles'], [{ name: '' }, 'name'],
+    [{ email: 'not an address', current_password: PASSWORD }, 'email'], [{ password: 'short', c_password: 'short', current_password: PASSWORD }, 'password']
+  ] as const) {
+    const res = await patch(app, token, payload)
+    t.equal(res.statusCode, 400, JSON.stringify(payload))
+    t.match(res.json(), { success: false, statusCode: 400 })
+    if (field) t.ok(field in res.json().data, `names ${field}: ${res.body}`)
+  }
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/profile', payload: { name: 'X' } })).statusCode, 401, 'no token')
+})

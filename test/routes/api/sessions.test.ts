@@ -1,0 +1,218 @@
+import { createHash } from 'node:crypto'
+import t from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { build, within } from '../../helper.js'
+import { bearer, PASSWORD, userWithRoles } from './accounts.js'
+
+interface Tokens { success: true, data: string, refresh_token: string, expires_in: number, token_type: 'Bearer' }
+
+const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { sid: number, jti: string, iat: number, exp: number }
+
+async function logIn (app: FastifyInstance, email: string, userAgent = 'test agent'): Promise<Tokens> {
+  const res = await app.inject({ method: 'POST', url: '/api/login', headers: { 'user-agent': userAgent }, payload: { email, password: PASSWORD } })
+  if (res.statusCode !== 200) throw new Error(`login failed: ${res.body}`)
+  return res.json()
+}
+
+const refresh = (app: FastifyInstance, token: string) =>
+  app.inject({ method: 'POST', url: '/api/token/refresh', payload: { refresh_token: token } })
+const profile = async (app: FastifyInstance, token: string) =>
+  (await app.inject({ url: '/api/profile', headers: bearer(token) })).statusCode
+
+t.test('a login starts a session: an access token of it, and a refresh token the database keeps only as its digest', async t => {
+  const app = await build(t, config => { config.auth.jwtTtlSeconds = 900 })
+  const { email } = await userWithRoles(app, ['User'])
+  const tokens = await logIn(app, email)
+  t.match(tokens, { success: true, refresh_token: /^[A-Za-z0-9_-]{43}$/, expires_in: 900, token_type: 'Bearer' })
+  const { sid, iat, exp } = claims(tokens.data)
+  t.equal(exp - iat, 900)
+  const kept = await app.knex('refresh_tokens').where('session_id', sid).select('hash')
+  t.same(kept.map(row => row.hash.toString('hex')), [createHash('sha256').update(tokens.refresh_token).digest('hex')], 'one token, as its SHA-256')
+  const texts = await app.knex.raw('select count(*)::int as n from refresh_tokens where encode(hash, \'escape\') like ?', [`%${tokens.refresh_token}%`])
+  t.equal(texts.rows[0].n, 0, 'the token itself is nowhere')
+})
+
+t.test('a refresh spends the token for a new pair of the same session; a repeat within the grace gets the same pair', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'])
+  const first = await logIn(app, email)
+
+  const res = await refresh(app, first.refresh_token)
+  t.equal(res.statusCode, 200)
+  const second: Tokens = res.json()
+  t.match(second, { success: true, token_type: 'Bearer', expires_in: 3600 })
+  t.not(second.refresh_token, first.refresh_token)
+  t.not(second.data, first.data)
+  t.equal(claims(second.data).sid, claims(first.data).sid, 'the same session')
+  t.equal(await profile(app, second.data), 200)
+  t.equal(await profile(app, first.data), 200, 'the earlier access token holds until it expires')
+
+  const again = await refresh(app, first.refresh_token)
+  t.equal(again.statusCode, 200, 'a second tab refreshing with the same token')
+  t.same(again.json(), second, 'gets the very same pair')
+
+  const third = await refresh(app, second.refresh_token)
+  t.equal(third.statusCode, 200, 'the successor refreshes in turn')
+  t.equal(await profile(app, third.json().data), 200)
+})
+
+t.test('concurrent refreshes of one token all get the same pair, and the session lives on', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'])
+  const { refresh_token: token } = await logIn(app, email)
+  const answers = await Promise.all(Array.from({ length: 8 }, () => refresh(app, token)))
+  t.same(answers.map(res => res.statusCode), Array(8).fill(200))
+  t.equal(new Set(answers.map(res => res.body)).size, 1, 'one pair for all')
+  const { refresh_token: successor, data } = answers[0]!.json() as Tokens
+  t.equal(await profile(app, data), 200)
+  t.equal((await refresh(app, successor)).statusCode, 200)
+  const kept = await app.knex('refresh_tokens').where('session_id', claims(data).sid).count({ n: '*' }).first()
+  t.equal(Number(kept!.n), 3, 'the first, its one successor, and the next')
+})
+
+t.test('a spent token presented after the grace ends the whole session, its access tokens at once', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'])
+  const first = await logIn(app, email)
+  const other = await logIn(app, email)
+  const second: Tokens = (await refresh(app, first.refresh_token)).json()
+  t.equal(await profile(app, second.data), 200)
+  // As if 11 s had passed: the default grace is 10 s.
+  await app.knex('refresh_tokens').whereNotNull('spent_at').update({ spent_at: app.knex.raw('spent_at - interval \'11 seconds\'') })
+
+  const reused = await refresh(app, first.refresh_token)
+  t.equal(reused.statusCode, 401)
+  t.match(reused.json(), { success: false, statusCode: 401, message: /spent before/ })
+  t.equal(reused.headers['www-authenticate'], 'Bearer realm="api"')
+  t.equal(await profile(app, second.data), 401, 'the session\'s newest access token is refused')
+  t.equal(await profile(app, first.data), 401, 'and its first')
+  t.match((await refresh(app, second.refresh_token)).json(), { statusCode: 401, message: 'The session has ended' }, 'its live refresh token gets nothing')
+  t.equal(await profile(app, other.data), 200, 'another session of the same user lives on')
+  const [ended] = await app.knex('sessions').where('id', claims(first.data).sid).select('end_reason')
+  t.equal(ended.end_reason, 'refresh token reused')
+})
+
+t.test('refresh tokens that get nothing: unknown, malformed, expired, of an expired session; 401 with the error body', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'])
+  for (const token of ['x', 'A'.repeat(43), '../../etc/passwd', 'é'.repeat(43)]) {
+    const res = await refresh(app, token)
+    t.equal(res.statusCode, 401, JSON.stringify(token))
+    t.match(res.json(), { success: false, statusCode: 401, error: 'Unauthorized', message: 'The refresh token is invalid or has expired' })
+  }
+  t.match((await app.inject({ method: 'POST', url: '/api/token/refresh', payload: {} })).json(), { statusCode: 400, data: { refresh_token: [String] } })
+  t.equal((await app.inject({ method: 'POST', url: '/api/token/refresh', payload: { refresh_token: 'a'.repeat(43), extra: 1 } })).statusCode, 400)
+
+  const expired = await logIn(app, email)
+  await app.knex('refresh_tokens').update({ expires_at: app.knex.raw('now() - interval \'1 second\'') })
+  t.equal((await refresh(app, expired.refresh_token)).statusCode, 401, 'past REFRESH_TTL')
+
+  const old = await logIn(app, email)
+  await app.knex('sessions').where('id', claims(old.data).sid).update({ expires_at: app.knex.raw('now() - interval \'1 second\'') })
+  t.match((await refresh(app, old.refresh_token)).json(), { statusCode: 401, message: 'The session has ended' }, 'past SESSION_MAX_AGE')
+})
+
+t.test('no access token outlives its session: near SESSION_MAX_AGE, expires_in shrinks to what is left', async t => {
+  const app = await build(t, config => { config.auth.sessionMaxAgeSeconds = 120 })
+  const { email } = await userWithRoles(app, ['User'])
+  const tokens = await logIn(app, email)
+  t.ok(tokens.expires_in <= 120 && tokens.expires_in >= 118, `expires_in ${tokens.expires_in}`)
+  const { iat, exp } = claims(tokens.data)
+  t.equal(exp - iat, tokens.expires_in)
+  const refreshed: Tokens = (await refresh(app, tokens.refresh_token)).json()
+  t.ok(refreshed.expires_in <= 120)
+})
+
+t.test('refreshes are counted per session and per client IP, like logins', async t => {
+  const app = await build(t, config => { config.auth.rateLimit.perEmail = 3; config.auth.rateLimit.perIp = 6 })
+  const { email } = await userWithRoles(app, ['User'])
+  let token = (await logIn(app, email)).refresh_token
+  for (let i = 0; i < 3; i++) {
+    const res = await refresh(app, token)
+    t.equal(res.statusCode, 200)
+    token = res.json().refresh_token
+  }
+  const limited = await refresh(app, token)
+  t.equal(limited.statusCode, 429, 'the fourth refresh of one session in a window')
+  t.ok(Number(limited.headers['retry-after']) > 0)
+  const other = await logIn(app, email)
+  t.equal((await refresh(app, other.refresh_token)).statusCode, 200, 'another session is counted apart')
+  t.equal((await refresh(app, 'b'.repeat(43))).statusCode, 401)
+  t.equal((await refresh(app, 'c'.repeat(43))).statusCode, 429, 'the client IP\'s count: six in all')
+})
+
+t.test('a user lists their sessions and ends one; another user\'s is 404; logout ends the current one, ?scope=all every one', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'])
+  const stranger = await userWithRoles(app, ['Admin'])
+  const laptop = await logIn(app, email, 'laptop')
+  const phone = await logIn(app, email, 'phone')
+
+  const listed = await app.inject({ url: '/api/sessions', headers: bearer(laptop.data) })
+  t.equal(listed.statusCode, 200)
+  const sessions = listed.json().data as { id: number, user_agent: string, ip: string, current: boolean }[]
+  // The first is the login of userWithRoles.
+  t.same(sessions.map(s => [s.user_agent, s.current]).sort(), [['laptop', true], ['lightMyRequest', false], ['phone', false]])
+  t.equal(sessions[0]!.ip, '127.0.0.1')
+  const phoneId = claims(phone.data).sid
+
+  const foreign = await app.inject({ method: 'DELETE', url: `/api/sessions/${phoneId}`, headers: bearer(stranger.token) })
+  t.equal(foreign.statusCode, 404, 'someone else\'s session')
+  t.equal(await profile(app, phone.data), 200)
+  t.equal((await app.inject({ method: 'DELETE', url: '/api/sessions/99999999999999999999', headers: bearer(laptop.data) })).statusCode, 404)
+  t.equal((await app.inject({ method: 'DELETE', url: '/api/sessions/0', headers: bearer(laptop.data) })).statusCode, 400)
+
+  const ended = await app.inject({ method: 'DELETE', url: `/api/sessions/${phoneId}`, headers: bearer(laptop.data) })
+  t.equal(ended.statusCode, 200)
+  t.match(ended.json(), { success: true, data: { id: phoneId, user_agent: 'phone', current: false } })
+  t.equal(await profile(app, phone.data), 401, 'its access token is refused at once')
+  t.equal((await refresh(app, phone.refresh_token)).statusCode, 401, 'its refresh token gets nothing')
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/sessions/${phoneId}`, headers: bearer(laptop.data) })).statusCode, 404, 'ended already')
+  t.equal(await profile(app, laptop.data), 200)
+
+  const tablet = await logIn(app, email, 'tablet')
+  t.equal((await app.inject({ url: '/api/logout', headers: bearer(laptop.data) })).statusCode, 200)
+  t.equal(await profile(app, laptop.data), 401, 'logout ends the current session')
+  t.equal((await refresh(app, laptop.refresh_token)).statusCode, 401)
+  t.equal(await profile(app, tablet.data), 200, 'and only that one')
+
+  const desk = await logIn(app, email, 'desk')
+  t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(desk.data) })).statusCode, 200)
+  t.same([await profile(app, desk.data), await profile(app, tablet.data)], [401, 401])
+  t.equal((await refresh(app, tablet.refresh_token)).statusCode, 401)
+})
+
+t.test('a password change ends the user\'s other sessions; a user-edit holder\'s change of another user\'s password ends all of theirs', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const { id, email } = await userWithRoles(app, ['User'])
+  const one = await logIn(app, email)
+  const two = await logIn(app, email)
+  const password = { password: 'another good password', c_password: 'another good password' }
+
+  const changed = await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: password })
+  t.equal(changed.statusCode, 200)
+  t.equal(await profile(app, admin.token), 200, 'the admin\'s own session stays')
+
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: bearer(admin.token), payload: password })).statusCode, 200)
+  t.same([await profile(app, one.data), await profile(app, two.data)], [401, 401])
+  t.same([(await refresh(app, one.refresh_token)).statusCode, (await refresh(app, two.refresh_token)).statusCode], [401, 401])
+})
+
+t.test('a session\'s last use is written at most once a minute', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'])
+  const tokens = await logIn(app, email)
+  const sid = claims(tokens.data).sid
+  const lastUsed = async () => (await app.knex('sessions').where('id', sid).first(app.knex.raw('extract(epoch from now() - last_used_at)::float8 as ago'))).ago as number
+  const age = () => app.knex('sessions').where('id', sid).update({ last_used_at: app.knex.raw('now() - interval \'5 minutes\'') })
+
+  await age()
+  t.equal(await profile(app, tokens.data), 200)
+  // Written after the answer.
+  t.ok(await within(2_000, async () => await lastUsed() < 5), 'written on the first use')
+  await age()
+  t.equal(await profile(app, tokens.data), 200)
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.ok(await lastUsed() >= 300, 'not again within the minute')
+})

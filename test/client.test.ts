@@ -15,7 +15,7 @@ t.test('a client generated from openapi.json type-checks and runs a whole scenar
   const { stdout } = await run('npx', ['tsx', 'examples/client/scenario.ts', server.url])
   const steps = stdout.trim().split('\n')
   t.same(steps, [
-    'ok - register', 'ok - login', 'ok - profile', 'ok - create a client',
+    'ok - register', 'ok - login', 'ok - refresh', 'ok - list sessions', 'ok - end the other session', 'ok - profile', 'ok - create a client',
     'ok - a retry of the create gets the same client', 'ok - list clients',
     'ok - update a client with PATCH and If-Match', 'ok - a stale If-Match gets 412 and the current tag', 'ok - delete a client', 'ok - the deleted client is gone', 'ok - logout',
     'ok - the token no longer works', 'ok - create a student (v1)', 'ok - read it through /students',

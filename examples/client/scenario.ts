@@ -18,7 +18,18 @@ const registered = await api.POST('/api/register', { body: { name: 'Typed Client
 check(registered.response.status === 201 && registered.data?.success, 'register')
 const login = await api.POST('/api/login', { body: { email, password } })
 check(login.data?.data, 'login')
-const auth = { headers: { authorization: `Bearer ${login.data.data}` } }
+
+// Sessions: the refresh token gets the next pair; the register's session is listed beside this
+// one, and ended.
+const refreshed = await api.POST('/api/token/refresh', { body: { refresh_token: login.data.refresh_token } })
+check(refreshed.data?.token_type === 'Bearer' && refreshed.data.refresh_token !== login.data.refresh_token, 'refresh')
+const auth = { headers: { authorization: `Bearer ${refreshed.data.data}` } }
+const sessions = await api.GET('/api/sessions', auth)
+const registerSession = sessions.data?.data.find(session => !session.current)
+check(sessions.data?.data.length === 2 && registerSession, 'list sessions')
+const ended = await api.DELETE('/api/sessions/{id}', { ...auth, params: { path: { id: registerSession.id } } })
+const registerToken = { headers: { authorization: `Bearer ${registered.data.data}` } }
+check(ended.data?.data.id === registerSession.id && (await api.GET('/api/profile', registerToken)).response.status === 401, 'end the other session')
 
 const profile = await api.GET('/api/profile', auth)
 check(profile.data?.data.email === email, 'profile')

@@ -26,3 +26,31 @@ t.test('two instances on two ports, one database: a logout through one holds on 
   t.same([await login(one), await login(other), await login(one), await login(other)], [401, 401, 401, 401])
   t.same([await login(one), await login(other)], [429, 429], 'the limit counts across instances')
 })
+
+t.test('two instances: a session ended through one is refused by the other; a refresh token reused through one ends its session on the other', async t => {
+  const env = { ...await databaseEnv(t), REFRESH_REUSE_GRACE: '1s' }
+  const [one, other] = await Promise.all([startServer(env), startServer(env)]) as [ServerProcess, ServerProcess]
+  t.teardown(() => { one.kill(); other.kill() })
+  interface Tokens { data: string, refresh_token: string }
+  const registered = await fetch(`${one.url}/api/register`, json({ name: 'Sessions', email: 'sessions@example.com', password: PASSWORD, c_password: PASSWORD }))
+  t.equal(registered.status, 201)
+  const first = await registered.json() as Tokens
+  const logIn = async () => await (await fetch(`${other.url}/api/login`, json({ email: 'sessions@example.com', password: PASSWORD }))).json() as Tokens
+  const second = await logIn()
+  const status = (server: ServerProcess, token: string) => fetch(`${server.url}/api/profile`, { headers: { authorization: `Bearer ${token}` } }).then(res => res.status)
+  t.same([await status(other, first.data), await status(other, first.data)], [200, 200], 'remembered by the other instance')
+
+  const sid = JSON.parse(Buffer.from(first.data.split('.')[1]!, 'base64url').toString()).sid as number
+  const ended = await fetch(`${one.url}/api/sessions/${sid}`, { method: 'DELETE', headers: { authorization: `Bearer ${second.data}` } })
+  t.equal(ended.status, 200)
+  t.ok(await within(1_000, async () => await status(other, first.data) === 401), 'the ended session is refused by the other instance within a second')
+  t.equal(await status(other, second.data), 200, 'the other session lives on')
+
+  const next = await (await fetch(`${one.url}/api/token/refresh`, json({ refresh_token: second.refresh_token }))).json() as Tokens
+  t.same([await status(one, next.data), await status(one, next.data)], [200, 200], 'remembered by the first instance')
+  // Past the grace of 1 s, the spent token comes back through the other instance.
+  await new Promise(resolve => setTimeout(resolve, 1_200))
+  const reused = await fetch(`${other.url}/api/token/refresh`, json({ refresh_token: second.refresh_token }))
+  t.equal(reused.status, 401)
+  t.ok(await within(1_000, async () => await status(one, next.data) === 401), 'the session\'s newest token is refused by the first instance within a second')
+})

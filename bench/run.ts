@@ -4,6 +4,7 @@
 // BENCH_WARMUP (seconds, runs, seconds) shorten it; BENCH_ONLY (parts of a scenario's name, split by |,
 // as `login`) measures the scenarios it names only; BENCH_OUT writes elsewhere.
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdir, writeFile } from 'node:fs/promises'
 import os from 'node:os'
@@ -27,6 +28,8 @@ const MILLION = 1_000_000
 const UNAUTHENTICATED = 'service, student GET by id, same rounds'
 /** The second ceiling: node:http with postgres.js, for the student routes. */
 const POSTGRES_JS = 'ceiling, postgres.js'
+/** The service answering refreshes in the login's rounds. */
+const REFRESH = 'service, token refresh, same rounds'
 const chosen = (scenario: string) => (process.env.BENCH_ONLY ?? '').split('|').some(part => scenario.includes(part))
 
 const { server, database, env, drop } = await benchDatabase()
@@ -51,6 +54,30 @@ try {
   await db.query('insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = \'bench@example.com\' and r.name = \'User\'')
   const token = (await (await fetch(`${service.url}/api/login`, json({ email: 'bench@example.com', password }))).json() as { data: string }).data
   const auth = { authorization: `Bearer ${token}` }
+
+  // Refresh tokens for the refresh scenario, each of a session of its own (refreshes count per
+  // session), 50 sessions a user (a user has at most 100): token i is what refreshToken(i)
+  // makes, and the database keeps its SHA-256 as the service does. Enough for 4,000 refreshes
+  // a second throughout, whatever the durations.
+  const refreshes = chosen('login') ? 4_000 * (WARMUP + SECONDS * REPEAT) : 0
+  const refreshToken = (i: number) => createHash('sha256').update(`bench-refresh-${i}`).digest('base64url')
+  await db.query(`with made as (
+      select g, translate(rtrim(encode(sha256(('bench-refresh-' || g)::bytea), 'base64'), '='), '+/', '-_') as token
+      from generate_series(1, ${refreshes}) g),
+    people as (
+      insert into users (name, email, email_key, password)
+      select 'Refresh ' || k, 'refresh' || k || '@example.com', 'refresh' || k || '@example.com', 'no password'
+      from generate_series(0, ${Math.ceil(refreshes / 50)}) k
+      returning id, name),
+    started as (
+      insert into sessions (user_id, expires_at, user_agent)
+      select p.id, now() + interval '1 day', 'bench ' || g from made join people p on p.name = 'Refresh ' || (g - 1) / 50
+      returning id, user_agent)
+    insert into refresh_tokens (hash, session_id, issued_at, expires_at)
+    select sha256(made.token::bytea), started.id, now(), now() + interval '1 day'
+    from made join started on started.user_agent = 'bench ' || made.g`)
+  let refreshed = 0
+  const nextRefresh = (): Request => ({ method: 'POST', path: '/api/token/refresh', body: JSON.stringify({ refresh_token: refreshToken(++refreshed) }) })
 
   const quiet = await start('service, logging off', ['dist/server.js'], { ...env, LOG_LEVEL: 'silent' })
   servers.push(quiet)
@@ -89,7 +116,8 @@ try {
     { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
     { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
-    { name: 'login', targets: [service, ceiling], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) },
+    // A refresh beside the logins, in the same rounds: it costs no password hash.
+    { name: 'login', targets: [service, ceiling, { server: service, name: REFRESH, next: nextRefresh }], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) },
     // Safe retries and conditional requests, each beside the same request without them.
     {
       name: 'student POST with a fresh Idempotency-Key',
@@ -247,6 +275,7 @@ try {
     'PUT with a matching If-Match ÷ PUT without': paired('student PUT with a matching If-Match', 'service', 'service, student PUT without If-Match'),
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),
+    'refresh ÷ login': paired('login', REFRESH, 'service'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
     'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
     '2 workers ÷ 1 process, student GET by id': paired('student GET by id', 'service, 2 workers', 'service'),

@@ -17,18 +17,22 @@ export async function up (knex: Knex): Promise<void> {
     // SESSION_MAX_AGE after its start: no refresh extends a session past it.
     table.timestamp('expires_at', { useTz: true }).notNullable()
     table.timestamp('ended_at', { useTz: true })
-    // Why it ended: logout, ended by its user, password change, refresh token reused.
+    // Why it ended: plugins/app/sessions-repository.ts's EndReason.
     table.string('end_reason', 32)
     table.string('user_agent', 512)
     table.string('ip', 64)
   })
-  await knex.raw('create index sessions_live_by_user on sessions (user_id) where ended_at is null')
+  // A user's live sessions, newest first (the list, the cap on their number); and what the
+  // sweep of the past looks for.
+  await knex.raw('create index sessions_live_by_user on sessions (user_id, id) where ended_at is null')
+  await knex.raw('create index sessions_ended on sessions (ended_at) where ended_at is not null')
+  await knex.raw('create index sessions_expiry on sessions (expires_at)')
 
   await knex.schema.createTable('refresh_tokens', table => {
     table.binary('hash').primary()
     table.bigInteger('session_id').notNullable().references('sessions.id').onDelete('CASCADE').index()
     table.timestamp('issued_at', { useTz: true }).notNullable()
-    table.timestamp('expires_at', { useTz: true }).notNullable()
+    table.timestamp('expires_at', { useTz: true }).notNullable().index()
     table.timestamp('spent_at', { useTz: true })
   })
 

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import type { FastifyBaseLogger } from 'fastify'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { countAttempt, type AttemptCount } from './throttle.js'
@@ -36,7 +37,13 @@ export type Refresh =
   | { outcome: 'reused' | 'unknown' | 'expired' | 'ended' }
 
 /** Why a session ended, as `sessions.end_reason` keeps it. */
-export type EndReason = 'logout' | 'ended by its user' | 'all sessions ended' | 'refresh token reused'
+export type EndReason = 'logout' | 'ended by its user' | 'all sessions ended' | 'refresh token reused' | 'superseded'
+
+/**
+ * Live sessions a user may have: a login past it ends the oldest. Logins are rate limited, but
+ * over SESSION_MAX_AGE they would add up without bound, and GET /api/sessions lists them all.
+ */
+export const SESSIONS_PER_USER = 100
 
 const SESSION_COLUMNS = 'id::float8 as id, created_at, last_used_at, expires_at, user_agent, ip'
 const LIVE = 'ended_at is null and expires_at > now()'
@@ -62,26 +69,35 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
 
   return {
     /**
-     * Starts a session of the user, with its first refresh token; drops the user's sessions
-     * that ended or expired a day ago or more, which nothing shows any longer.
+     * Starts a session of the user, with its first refresh token, and ends their oldest live
+     * sessions past SESSIONS_PER_USER, in one statement: logins of one user at once (a fleet
+     * of clients sharing an account) would otherwise queue behind each other's row locks while
+     * the password hashes hold the cores.
      */
     async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number }> {
-      await trx('sessions').where('user_id', userId)
-        .where(qb => qb.where('ended_at', '<', trx.raw("now() - interval '1 day'")).orWhere('expires_at', '<', trx.raw("now() - interval '1 day'")))
-        .delete()
       const refreshToken = newRefreshToken()
-      const { rows: [row] } = await trx.raw<{ rows: LiveRow[] }>(`
+      const { rows: [row] } = await trx.raw<{ rows: (LiveRow & { superseded: number[] })[] }>(`
         with session as (
           insert into sessions (user_id, expires_at, user_agent, ip)
           values (?, now() + make_interval(secs => ?), ?, ?)
           returning id, user_id, expires_at),
         refresh as (
           insert into refresh_tokens (hash, session_id, issued_at, expires_at)
-          select ?, id, now(), least(now() + make_interval(secs => ?), expires_at) from session)
+          select ?, id, now(), least(now() + make_interval(secs => ?), expires_at) from session),
+        superseded as (
+          -- The statement does not see the session it starts: one fewer of the others stays.
+          -- Rows another login is ending already are left to it.
+          update sessions set ended_at = now(), end_reason = 'superseded'
+          where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
+            order by id desc offset ? for update skip locked)
+          returning id)
         select s.id::float8 as id, s.user_id, u.token_generation,
-          floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at
+          floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at,
+          array(select id::float8 from superseded) as superseded
         from session s join users u on u.id = s.user_id`,
-      [userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64), refreshHash(refreshToken), refreshTtlSeconds])
+      [userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64), refreshHash(refreshToken), refreshTtlSeconds,
+        userId, SESSIONS_PER_USER - 1])
+      cache.afterCommit(trx, callers => { for (const id of row!.superseded) callers.forgetSession(id) })
       return { session: live(row!), refreshToken, issuedAt: row!.issued_at }
     },
 
@@ -159,6 +175,17 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
       }, 'all sessions ended')
     },
 
+    /** Deletes what is past (SWEEP_SESSIONS, SWEEP_REFRESH_TOKENS); a failure is only logged. */
+    async sweep (log: FastifyBaseLogger): Promise<void> {
+      try {
+        await knex.raw(SWEEP_SESSIONS)
+        await knex.raw(SWEEP_REFRESH_TOKENS)
+      /* c8 ignore next 3 -- a database out of reach at the minute of a sweep; the next one catches up */
+      } catch (error) {
+        log.warn({ err: error }, 'could not sweep the past sessions')
+      }
+    },
+
     /**
      * Notes that the session was used now: written at most once a minute per session and
      * instance, after the answer (its failure is only logged by the caller).
@@ -179,7 +206,19 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
 
 export type SessionsRepository = ReturnType<typeof createSessionsRepository>
 
-/** Data access for sessions and their refresh tokens. */
+/**
+ * What nothing shows or needs any longer: sessions ended or expired a day ago or more (their
+ * refresh tokens go with them), and refresh tokens of live sessions expired as long ago (one
+ * presented again gets 401 as unknown, not the end of its session: it could not refresh anyway).
+ */
+const SWEEP_SESSIONS = 'delete from sessions where ended_at < now() - interval \'1 day\' or expires_at < now() - interval \'1 day\''
+const SWEEP_REFRESH_TOKENS = 'delete from refresh_tokens where expires_at < now() - interval \'1 day\''
+const SWEEP_EVERY_MS = 10 * 60_000
+
+/** Data access for sessions and their refresh tokens, and the sweep of what is past. */
 export default fp(async (fastify) => {
   fastify.decorate('sessionsRepository', createSessionsRepository(fastify.knex, fastify.callerCache, fastify.config.auth))
+  // Every instance sweeps: the deletes are cheap, and two at once delete each row once.
+  const sweeping = setInterval(() => { void fastify.sessionsRepository.sweep(fastify.log) }, SWEEP_EVERY_MS).unref()
+  fastify.addHook('onClose', async () => clearInterval(sweeping))
 }, { name: 'sessions-repository', dependencies: ['knex', 'config', 'caller-cache'] })

@@ -43,8 +43,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw fastify.httpErrors.unauthorized('These credentials do not match our records')
     }
-    const { session, refreshToken, issuedAt } = await request.guardWrite(() =>
-      fastify.knex.transaction(trx => sessionsRepository.start(trx, user!.id, client(request))))
+    const { session, refreshToken, issuedAt } = await request.guardWrite(() => sessionsRepository.start(fastify.knex, user!.id, client(request)))
     return { success: true as const, ...fastify.sessionTokens(session, refreshToken, issuedAt) }
   })
 

@@ -3,6 +3,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, within } from '../../helper.js'
 import { bearer, PASSWORD, userWithRoles } from './accounts.js'
+import { SESSIONS_PER_USER } from '../../../plugins/app/sessions-repository.js'
 
 interface Tokens { success: true, data: string, refresh_token: string, expires_in: number, token_type: 'Bearer' }
 
@@ -215,4 +216,39 @@ t.test('a session\'s last use is written at most once a minute', async t => {
   t.equal(await profile(app, tokens.data), 200)
   await new Promise(resolve => setTimeout(resolve, 300))
   t.ok(await lastUsed() >= 300, 'not again within the minute')
+})
+
+t.test('a user has at most SESSIONS_PER_USER live sessions: a login past it ends the oldest', async t => {
+  const app = await build(t)
+  const { id, email } = await userWithRoles(app, ['User'])
+  // As if the user had logged in that many times already.
+  await app.knex('sessions').insert(Array.from({ length: SESSIONS_PER_USER }, (_, i) => ({ user_id: id, expires_at: app.knex.raw('now() + interval \'1 day\''), user_agent: `old ${i}` })))
+  const oldest = await app.knex('sessions').where('user_id', id).orderBy('id').first('id')
+  const tokens = await logIn(app, email, 'newest')
+  const live = (await app.inject({ url: '/api/sessions', headers: bearer(tokens.data) })).json().data as { id: number, user_agent: string }[]
+  t.equal(live.length, SESSIONS_PER_USER)
+  t.equal(live[0]!.user_agent, 'newest', 'the most recent first')
+  t.notOk(live.some(session => session.id === oldest.id), 'the oldest has ended')
+  t.equal((await app.knex('sessions').where('id', oldest.id).first('end_reason')).end_reason, 'superseded')
+})
+
+t.test('the sweep deletes sessions ended or expired a day ago, and refresh tokens expired as long ago; nothing live', async t => {
+  const app = await build(t)
+  const { email } = await userWithRoles(app, ['User'])
+  const [live, ended, expired, recent] = [await logIn(app, email), await logIn(app, email), await logIn(app, email), await logIn(app, email)]
+  const sid = (tokens: Tokens) => claims(tokens.data).sid
+  const spent: Tokens = (await refresh(app, live.refresh_token)).json()
+  await app.knex('sessions').where('id', sid(ended)).update({ ended_at: app.knex.raw('now() - interval \'25 hours\'') })
+  await app.knex('sessions').where('id', sid(expired)).update({ expires_at: app.knex.raw('now() - interval \'25 hours\'') })
+  await app.knex('sessions').where('id', sid(recent)).update({ ended_at: app.knex.raw('now() - interval \'23 hours\'') })
+  await app.knex('refresh_tokens').where('hash', createHash('sha256').update(live.refresh_token).digest()).update({ expires_at: app.knex.raw('now() - interval \'25 hours\'') })
+
+  await app.sessionsRepository.sweep(app.log)
+  const left = (await app.knex('sessions').select('id')).map(row => Number(row.id))
+  t.ok(left.includes(sid(live)) && left.includes(sid(recent)), 'a live session, and one ended less than a day ago, stay')
+  t.notOk(left.includes(sid(ended)) || left.includes(sid(expired)), 'ended or expired a day ago: gone')
+  t.equal(await app.knex('refresh_tokens').where('session_id', sid(ended)).first(), undefined, 'their refresh tokens with them')
+  t.equal((await refresh(app, live.refresh_token)).statusCode, 401, 'the swept token is unknown')
+  t.equal(await profile(app, spent.data), 200, 'and its session lives on')
+  t.equal((await refresh(app, spent.refresh_token)).statusCode, 200)
 })

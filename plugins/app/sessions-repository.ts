@@ -53,8 +53,8 @@ const TOUCH_EVERY_MS = 60_000
 interface LiveRow { id: number, user_id: number, token_generation: number, expires_at: number, issued_at: number }
 const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, generation: row.token_generation, expiresAt: row.expires_at })
 
-function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number }) {
-  const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds } = settings
+function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number, cacheSize: number }) {
+  const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds, cacheSize } = settings
   // When each session's last use was last written by this instance, the oldest first.
   const touched = new Map<number, number>()
 
@@ -195,8 +195,9 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
       if (last !== undefined && now - last < TOUCH_EVERY_MS) return undefined
       touched.delete(sessionId)
       touched.set(sessionId, now)
-      // Forgetting the oldest: a session written again a minute early costs one UPDATE.
-      if (touched.size > 100_000) touched.delete(touched.keys().next().value!)
+      // As many as the caller cache holds, forgetting the oldest: a session written again a
+      // minute early costs one UPDATE.
+      if (touched.size > cacheSize) touched.delete(touched.keys().next().value!)
       return knex('sessions').where('id', sessionId)
         .where('last_used_at', '<', knex.raw("now() - interval '1 minute'"))
         .update({ last_used_at: knex.fn.now() }).then(() => undefined)

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, within } from '../../helper.js'
@@ -251,4 +251,46 @@ t.test('the sweep deletes sessions ended or expired a day ago, and refresh token
   t.equal((await refresh(app, live.refresh_token)).statusCode, 401, 'the swept token is unknown')
   t.equal(await profile(app, spent.data), 200, 'and its session lives on')
   t.equal((await refresh(app, spent.refresh_token)).statusCode, 200)
+})
+
+t.test('last uses are remembered for as many sessions as the caller cache holds: one forgotten is written again', async t => {
+  const app = await build(t, config => { config.auth.cacheSize = 1 })
+  const { email } = await userWithRoles(app, ['User'])
+  const [first, second] = [await logIn(app, email), await logIn(app, email)]
+  const ago = async (tokens: Tokens) => (await app.knex('sessions').where('id', claims(tokens.data).sid)
+    .first(app.knex.raw('extract(epoch from now() - last_used_at)::float8 as ago'))).ago as number
+  const age = () => app.knex('sessions').update({ last_used_at: app.knex.raw('now() - interval \'5 minutes\'') })
+  await age()
+  t.equal(await profile(app, first.data), 200)
+  t.ok(await within(2_000, async () => await ago(first) < 5))
+  t.equal(await profile(app, second.data), 200, 'the second session pushes the first out')
+  t.ok(await within(2_000, async () => await ago(second) < 5))
+  await age()
+  t.equal(await profile(app, first.data), 200)
+  t.ok(await within(2_000, async () => await ago(first) < 5), 'the first, forgotten, is written again within the minute')
+})
+
+t.test('a session started with no User-Agent shows none', async t => {
+  const app = await build(t)
+  const { id } = await userWithRoles(app, ['User'])
+  const { session } = await app.sessionsRepository.start(app.knex, id, { userAgent: undefined, ip: '192.0.2.1' })
+  t.same(await app.knex('sessions').where('id', session.id).first('user_agent', 'ip'), { user_agent: null, ip: '192.0.2.1' })
+})
+
+t.test('a token of an earlier release, with no session, holds until logged out; a password change made with it keeps it', async t => {
+  const app = await build(t)
+  const { id } = await userWithRoles(app, ['Admin'])
+  const legacy = () => app.jwt.sign({ sub: String(id), jti: randomUUID(), gen: 0 })
+  const loggedOut = legacy()
+  t.equal(await profile(app, loggedOut), 200)
+  t.equal((await app.inject({ url: '/api/logout', headers: bearer(loggedOut) })).statusCode, 200)
+  t.equal(await profile(app, loggedOut), 401, 'revoked by its logout')
+
+  const [used, other] = [legacy(), legacy()]
+  const password = { password: 'another good password', c_password: 'another good password' }
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: bearer(used), payload: password })).statusCode, 200)
+  t.equal(await profile(app, used), 200, 'the token the change was made with is kept')
+  t.equal(await profile(app, other), 401, 'another of the same generation is not')
+  t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(used) })).statusCode, 200)
+  t.equal(await profile(app, used), 401, 'ending every session ends the kept token too')
 })

@@ -62,7 +62,10 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   // Counted per client IP and per session like a login, before anything else; a token spent
-  // again within REFRESH_REUSE_GRACE gets the same pair, later it ends its session.
+  // again within REFRESH_REUSE_GRACE gets the same pair, later it ends its session. The count
+  // is a statement of its own: inside the refresh's, the counter's row lock would be held until
+  // that statement's commit reached the disk, and each refresh from one IP would wait for the
+  // one before (tried: 60 refreshes a second against 110, on PostgreSQL 15 with fsync).
   fastify.post('/token/refresh', { schema: authSchemas.refresh, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { refresh_token: token } = request.body
     const attempt = fastify.attempt('refresh', request, undefined)

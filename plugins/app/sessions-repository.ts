@@ -138,10 +138,10 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
 
       // Not spent now: unknown, expired, of an ended session, or spent before (by a request
       // that may have just committed: this statement sees it).
-      const { rows: [known] } = await knex.raw<{ rows: (LiveRow & { spent: boolean, unexpired: boolean, within_grace: boolean, session_live: boolean })[] }>(`
+      const { rows: [known] } = await knex.raw<{ rows: (LiveRow & { spent: boolean, within_grace: boolean, session_live: boolean })[] }>(`
         select s.id::float8 as id, s.user_id, u.token_generation, floor(extract(epoch from s.expires_at))::float8 as expires_at,
           floor(extract(epoch from t.spent_at))::float8 as issued_at,
-          t.spent_at is not null as spent, t.expires_at > now() as unexpired,
+          t.spent_at is not null as spent,
           coalesce(now() - t.spent_at <= make_interval(secs => ?), false) as within_grace,
           s.ended_at is null and s.expires_at > now() and u.deleted_at is null as session_live
         from refresh_tokens t join sessions s on s.id = t.session_id join users u on u.id = s.user_id

@@ -86,7 +86,8 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
           select ?, id, now(), least(now() + make_interval(secs => ?), expires_at) from session),
         superseded as (
           -- The statement does not see the session it starts: one fewer of the others stays.
-          -- Rows another login is ending already are left to it.
+          -- Rows another statement holds locked (another login ending them, a refresh) are
+          -- left: the cap is soft, by a few sessions at most.
           update sessions set ended_at = now(), end_reason = 'superseded'
           where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
             order by id desc offset ? for update skip locked)
@@ -154,6 +155,20 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
       return { outcome: 'reused' }
     },
 
+    /**
+     * Whether the token is one spent past its grace; if so, its session ends. A refresh held
+     * back by a limit still looks: else whoever holds a stolen session's live token could keep
+     * the limit reached, and the victim's spent token would get 429, never ending the session.
+     */
+    async endIfReused (token: string): Promise<boolean> {
+      const { rows: [reused] } = await knex.raw<{ rows: { id: number }[] }>(`
+        select session_id::float8 as id from refresh_tokens
+        where hash = ? and spent_at is not null and now() - spent_at > make_interval(secs => ?)`, [refreshHash(token), refreshReuseGraceSeconds])
+      if (!reused) return false
+      await end(knex, qb => qb.where('id', reused.id), 'refresh token reused')
+      return true
+    },
+
     /** The user's live sessions, the most recently used first. */
     async list (userId: number): Promise<SessionRecord[]> {
       return knex('sessions').select(knex.raw(SESSION_COLUMNS)).where('user_id', userId)
@@ -188,7 +203,7 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
 
     /**
      * Notes that the session was used now: written at most once a minute per session and
-     * instance, after the answer (its failure is only logged by the caller).
+     * instance, beside the request, which does not wait for it (its failure is only logged by the caller).
      */
     touch (sessionId: number, now = Date.now()): Promise<void> | undefined {
       const last = touched.get(sessionId)

@@ -62,14 +62,22 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   // Counted per client IP and per session like a login, before anything else; a token spent
-  // again within REFRESH_REUSE_GRACE gets the same pair, later it ends its session. The count
-  // is a statement of its own: inside the refresh's, the counter's row lock would be held until
-  // that statement's commit reached the disk, and each refresh from one IP would wait for the
-  // one before (tried: 60 refreshes a second against 110, on PostgreSQL 15 with fsync).
+  // again within REFRESH_REUSE_GRACE gets the same pair, later it ends its session, even past
+  // a limit. The count is a statement of its own: inside the refresh's, the counter's row lock
+  // would be held until that statement's commit reached the disk, and each refresh from one IP
+  // would wait for the one before (docs/performance.md).
   fastify.post('/token/refresh', { schema: authSchemas.refresh, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { refresh_token: token } = request.body
     const attempt = fastify.attempt('refresh', request, undefined)
-    attempt.check(reply, await sessionsRepository.countRefresh(attempt.windowSeconds, attempt.ipKey, token))
+    const counts = await sessionsRepository.countRefresh(attempt.windowSeconds, attempt.ipKey, token)
+    try {
+      attempt.check(reply, counts)
+    } catch (limited) {
+      if (!await request.guardWrite(() => sessionsRepository.endIfReused(token))) throw limited
+      reply.removeHeader('retry-after')
+      reply.header('www-authenticate', 'Bearer realm="api"')
+      throw fastify.httpErrors.unauthorized(REFUSED.reused)
+    }
     const refresh = REFRESH_TOKEN.test(token)
       ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors)))
       : { outcome: 'unknown' as const }

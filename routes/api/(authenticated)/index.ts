@@ -42,6 +42,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       const { counts, user } = await usersRepository.findCredentialsCounting(current.email, attempt)
       attempt.check(reply, counts)
       const matches = await fastify.passwords.verify(user?.password, currentPassword, () => reply.sent || request.socket.destroyed)
+      /* c8 ignore next -- a client gone, or answered 503, before its hash's turn, as login's (test/routes/api/auth.test.ts) */
       if (matches === undefined) return // nothing to answer, nor anyone to answer it to
       if (!matches) {
         reply.header('www-authenticate', 'Bearer realm="api"')

@@ -75,7 +75,8 @@ t.test('bad bodies are 400 naming what is wrong', async t => {
   const { token } = await userWithRoles(app, [])
   for (const [payload, field] of [
     [{}, null], [{ current_password: PASSWORD }, 'body'], [{ roles: ['Admin'] }, 'roles'], [{ name: '' }, 'name'],
-    [{ email: 'not an address', current_password: PASSWORD }, 'email'], [{ password: 'short', c_password: 'short', current_password: PASSWORD }, 'password']
+    [{ email: 'not an address', current_password: PASSWORD }, 'email'], [{ password: 'short', c_password: 'short', current_password: PASSWORD }, 'password'],
+    [{ c_password: 'a confirmation of nothing', current_password: PASSWORD }, 'c_password']
   ] as const) {
     const res = await patch(app, token, payload)
     t.equal(res.statusCode, 400, JSON.stringify(payload))

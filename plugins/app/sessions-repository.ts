@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { countAttempt, type AttemptCount } from './throttle.js'
+import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { newRefreshToken, refreshHash } from '../../lib/auth/refresh-tokens.js'
 
 declare module 'fastify' {
@@ -53,8 +54,41 @@ const TOUCH_EVERY_MS = 60_000
 interface LiveRow { id: number, user_id: number, token_generation: number, expires_at: number, issued_at: number }
 const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, generation: row.token_generation, expiresAt: row.expires_at })
 
-function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number, cacheSize: number }) {
+/** The statements of a refresh, prepared: a refresh is a hot path of its own, and planning its statement cost PostgreSQL more than running it. Digests are given in hex. */
+function refreshStatements (database: Database) {
+  const { knex } = database
+  return {
+    count: prepare<[windowSeconds: number, ipKey: string, hash: string], AttemptCount>(
+      database, 'sessions.count-refresh',
+      (windowSeconds, ipKey, hash) => countAttempt(knex, windowSeconds, ipKey,
+        knex.raw('(select \'refresh:session:\' || session_id from refresh_tokens where hash = decode(?, \'hex\'))', [hash]))),
+    // The session by its key, from a subquery of the spent token: joined to the spent row
+    // instead, the planner may start from the users (a CTE's row count is unknown to it, and
+    // a table's is stale until analyzed) and scan every live session for the one.
+    spend: prepare<[hash: string, successorHash: string, refreshTtlSeconds: number], LiveRow>(
+      database, 'sessions.refresh', (hash, successorHash, refreshTtlSeconds) => knex.raw(`
+        with spent as (
+          update refresh_tokens set spent_at = now()
+          where hash = decode(?, 'hex') and spent_at is null and expires_at > now()
+          returning session_id),
+        live as (
+          select s.id, s.user_id, s.expires_at, u.token_generation
+          from sessions s join users u on u.id = s.user_id
+          where s.id = (select session_id from spent) and s.ended_at is null and s.expires_at > now() and u.deleted_at is null),
+        successor as (
+          insert into refresh_tokens (hash, session_id, issued_at, expires_at)
+          select decode(?, 'hex'), id, now(), least(now() + make_interval(secs => ?), expires_at) from live),
+        used as (update sessions s set last_used_at = now() from live where s.id = live.id)
+        select id::float8 as id, user_id, token_generation, floor(extract(epoch from expires_at))::float8 as expires_at,
+          floor(extract(epoch from now()))::float8 as issued_at
+        from live`, [hash, successorHash, refreshTtlSeconds]))
+  }
+}
+
+function createSessionsRepository (database: Database, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number, cacheSize: number }) {
+  const { knex } = database
   const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds, cacheSize } = settings
+  const statements = refreshStatements(database)
   // When each session's last use was last written by this instance, the oldest first.
   const touched = new Map<number, number>()
 
@@ -107,8 +141,7 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
      * it names one), as login counts under IP and e-mail address.
      */
     async countRefresh (windowSeconds: number, ipKey: string, token: string): Promise<AttemptCount[]> {
-      const sessionKey = knex.raw('(select \'refresh:session:\' || session_id from refresh_tokens where hash = ?)', [refreshHash(token)])
-      const { rows } = await countAttempt(knex, windowSeconds, ipKey, sessionKey)
+      const { rows } = await statements.count([windowSeconds, ipKey, refreshHash(token).toString('hex')])
       return rows
     },
 
@@ -119,22 +152,7 @@ function createSessionsRepository (knex: Knex, cache: CallerCache, settings: { r
      */
     async refresh (token: string, successor: string): Promise<Refresh> {
       const hash = refreshHash(token)
-      const { rows: [spent] } = await knex.raw<{ rows: LiveRow[] }>(`
-        with spent as (
-          update refresh_tokens set spent_at = now()
-          where hash = ? and spent_at is null and expires_at > now()
-          returning session_id),
-        live as (
-          select s.id, s.user_id, s.expires_at, u.token_generation
-          from spent join sessions s on s.id = spent.session_id join users u on u.id = s.user_id
-          where s.ended_at is null and s.expires_at > now() and u.deleted_at is null),
-        successor as (
-          insert into refresh_tokens (hash, session_id, issued_at, expires_at)
-          select ?, id, now(), least(now() + make_interval(secs => ?), expires_at) from live),
-        used as (update sessions s set last_used_at = now() from live where s.id = live.id)
-        select id::float8 as id, user_id, token_generation, floor(extract(epoch from expires_at))::float8 as expires_at,
-          floor(extract(epoch from now()))::float8 as issued_at
-        from live`, [hash, refreshHash(successor), refreshTtlSeconds])
+      const { rows: [spent] } = await statements.spend([hash.toString('hex'), refreshHash(successor).toString('hex'), refreshTtlSeconds])
       if (spent) return { outcome: 'spent', session: live(spent), issuedAt: spent.issued_at }
 
       // Not spent now: unknown, expired, of an ended session, or spent before (by a request
@@ -233,7 +251,7 @@ const SWEEP_EVERY_MS = 10 * 60_000
 
 /** Data access for sessions and their refresh tokens, and the sweep of what is past. */
 export default fp(async (fastify) => {
-  fastify.decorate('sessionsRepository', createSessionsRepository(fastify.knex, fastify.callerCache, fastify.config.auth))
+  fastify.decorate('sessionsRepository', createSessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth))
   // Every instance sweeps: the deletes are cheap, and two at once delete each row once.
   const sweeping = setInterval(() => { void fastify.sessionsRepository.sweep(fastify.log) }, SWEEP_EVERY_MS).unref()
   fastify.addHook('onClose', async () => clearInterval(sweeping))

@@ -54,14 +54,39 @@ const TOUCH_EVERY_MS = 60_000
 interface LiveRow { id: number, user_id: number, token_generation: number, expires_at: number, issued_at: number }
 const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, generation: row.token_generation, expiresAt: row.expires_at })
 
-/** The statements of a refresh, prepared: a refresh is a hot path of its own, and planning its statement cost PostgreSQL more than running it. Digests are given in hex. */
-function refreshStatements (database: Database) {
+/**
+ * The statements of a login's session and of a refresh, prepared: both are hot paths, and
+ * planning the refresh's statement cost PostgreSQL more than running it. Digests are given in hex.
+ */
+function sessionStatements (database: Database) {
   const { knex } = database
   return {
     count: prepare<[windowSeconds: number, ipKey: string, hash: string], AttemptCount>(
       database, 'sessions.count-refresh',
       (windowSeconds, ipKey, hash) => countAttempt(knex, windowSeconds, ipKey,
         knex.raw('(select \'refresh:session:\' || session_id from refresh_tokens where hash = decode(?, \'hex\'))', [hash]))),
+    start: prepare<[userId: number, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, sameUserId: number, keep: number], LiveRow & { superseded: number[] }>(
+      database, 'sessions.start', (userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, sameUserId, keep) => knex.raw(`
+        with session as (
+          insert into sessions (user_id, expires_at, user_agent, ip)
+          values (?, now() + make_interval(secs => ?), ?, ?)
+          returning id, user_id, expires_at),
+        refresh as (
+          insert into refresh_tokens (hash, session_id, issued_at, expires_at)
+          select decode(?, 'hex'), id, now(), least(now() + make_interval(secs => ?), expires_at) from session),
+        superseded as (
+          -- The statement does not see the session it starts: one fewer of the others stays.
+          -- Rows another statement holds locked (another login ending them, a refresh) are
+          -- left: the cap is soft, by a few sessions at most.
+          update sessions set ended_at = now(), end_reason = 'superseded'
+          where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
+            order by id desc offset ? for update skip locked)
+          returning id)
+        select s.id::float8 as id, s.user_id, u.token_generation,
+          floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at,
+          array(select id::float8 from superseded) as superseded
+        from session s join users u on u.id = s.user_id`,
+      [userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, sameUserId, keep])),
     // The session by its key, from a subquery of the spent token: joined to the spent row
     // instead, the planner may start from the users (a CTE's row count is unknown to it, and
     // a table's is stale until analyzed) and scan every live session for the one.
@@ -88,7 +113,7 @@ function refreshStatements (database: Database) {
 function createSessionsRepository (database: Database, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number, cacheSize: number }) {
   const { knex } = database
   const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds, cacheSize } = settings
-  const statements = refreshStatements(database)
+  const statements = sessionStatements(database)
   // When each session's last use was last written by this instance, the oldest first.
   const touched = new Map<number, number>()
 
@@ -110,28 +135,8 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
      */
     async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number }> {
       const refreshToken = newRefreshToken()
-      const { rows: [row] } = await trx.raw<{ rows: (LiveRow & { superseded: number[] })[] }>(`
-        with session as (
-          insert into sessions (user_id, expires_at, user_agent, ip)
-          values (?, now() + make_interval(secs => ?), ?, ?)
-          returning id, user_id, expires_at),
-        refresh as (
-          insert into refresh_tokens (hash, session_id, issued_at, expires_at)
-          select ?, id, now(), least(now() + make_interval(secs => ?), expires_at) from session),
-        superseded as (
-          -- The statement does not see the session it starts: one fewer of the others stays.
-          -- Rows another statement holds locked (another login ending them, a refresh) are
-          -- left: the cap is soft, by a few sessions at most.
-          update sessions set ended_at = now(), end_reason = 'superseded'
-          where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
-            order by id desc offset ? for update skip locked)
-          returning id)
-        select s.id::float8 as id, s.user_id, u.token_generation,
-          floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at,
-          array(select id::float8 from superseded) as superseded
-        from session s join users u on u.id = s.user_id`,
-      [userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64), refreshHash(refreshToken), refreshTtlSeconds,
-        userId, SESSIONS_PER_USER - 1])
+      const { rows: [row] } = await statements.start([userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
+        refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, userId, SESSIONS_PER_USER - 1], trx)
       cache.afterCommit(trx, callers => { for (const id of row!.superseded) callers.forgetSession(id) })
       return { session: live(row!), refreshToken, issuedAt: row!.issued_at }
     },

@@ -39,6 +39,9 @@ export function errorResponses (...statuses: number[]) {
   return Object.fromEntries(all.map(status => [status, Type.Ref(ErrorBody, { description: ERRORS[status] })]))
 }
 
+/** The security of a route that an access token or an API key may call. */
+export const TOKEN_OR_KEY: Array<Record<string, string[]>> = [{ bearerAuth: [] }, { apiKey: [] }]
+
 export const IdParams = Type.Object({
   id: Type.Integer({ minimum: 1, description: 'The record\'s id', example: 42 })
 })

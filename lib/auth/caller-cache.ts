@@ -5,6 +5,10 @@ export interface CachedCaller {
   userId: number
   /** The session the token is of; none for a token issued before sessions were. */
   sessionId?: number | undefined
+  /** The API key the caller authenticated with, instead of a token. */
+  keyId?: number | undefined
+  /** When the key expires, seconds since the epoch; null if it does not. */
+  keyExpiresAt?: number | null
   permissions: Set<string>
 }
 
@@ -84,12 +88,20 @@ export class CallerCache {
     }
   }
 
-  /** Applies an `auth_changed` notification: `token:<jti>`, `user:<id>`, `session:<id>`, or anything else for all. */
+  forgetKey (keyId: number): void {
+    this.#version++
+    for (const [jti, caller] of this.#entries) {
+      if (caller.keyId === keyId) this.#entries.delete(jti)
+    }
+  }
+
+  /** Applies an `auth_changed` notification: `token:<jti>`, `user:<id>`, `session:<id>`, `key:<id>`, or anything else for all. */
   apply (payload: string): void {
     const [kind, key = ''] = payload.split(':', 2)
     if (kind === 'token') this.forgetToken(key)
     else if (kind === 'user' && /^\d+$/.test(key)) this.forgetUser(Number(key))
     else if (kind === 'session' && /^\d+$/.test(key)) this.forgetSession(Number(key))
+    else if (kind === 'key' && /^\d+$/.test(key)) this.forgetKey(Number(key))
     else this.clear()
   }
 

@@ -4,14 +4,17 @@ import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
+import { apiKeyHash } from '../../lib/auth/api-keys.js'
 import type { LiveSession } from './sessions-repository.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
 export interface Caller {
   id: number
   jti: string
-  /** The session the token is of; none for a token issued before sessions were. */
+  /** The session the token is of; none for a token issued before sessions were, or for a key. */
   sessionId: number | undefined
+  /** The API key the caller authenticated with, if not a token. */
+  keyId: number | undefined
   /** Expiry of the presented token, seconds since the epoch. */
   exp: number
   permissions: Set<string>
@@ -49,6 +52,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest hook: a valid bearer token of an existing user, not logged out, or 401. */
     authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** onRequest hook: the caller authenticated with a token, not an API key, or 403 (keys make no keys and manage no sessions). */
+    refuseKeys: (request: FastifyRequest) => Promise<void>
     /** Route hook factory (onRequest, before the body is read): the caller holds `permission`, or 403. */
     can: (permission: string) => (request: FastifyRequest) => Promise<void>
     /**
@@ -63,6 +68,7 @@ declare module 'fastify' {
 export const ISSUER = 'student-records-api'
 export const AUDIENCE = 'student-records-api'
 const BEARER = /^Bearer +([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*) *$/i
+const KEY_BEARER = /^Bearer +(sk_[A-Za-z0-9_-]{43}) *$/i
 /** The claims exactly as `issueToken` writes them: a user id in plain decimal, a version 4 UUID. */
 const USER_ID = /^[1-9]\d{0,9}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
@@ -110,9 +116,33 @@ export default fp(async (fastify) => {
     return { data: token, refresh_token: refreshToken, expires_in: Math.max(1, lifetime), token_type: 'Bearer' }
   })
 
+  /**
+   * An API key's caller: found in the caller cache under its digest, or in the database. A key
+   * that expires while cached is refused by the cache's entry itself.
+   */
+  async function authenticateKey (request: FastifyRequest, reply: FastifyReply, secret: string) {
+    const cache = fastify.callerCache
+    const cacheKey = `key:${apiKeyHash(secret)}`
+    let caller = cache.get(cacheKey)
+    if (caller === undefined) {
+      const version = cache.version
+      const key = await fastify.apiKeysRepository.caller(secret)
+      if (key === undefined) throw unauthorized(reply, 'The API key is invalid, revoked or expired')
+      caller = { userId: key.user_id, keyId: key.id, keyExpiresAt: key.expires_at, permissions: new Set(key.permissions) }
+      cache.set(cacheKey, caller, version)
+    } else if ((caller.keyExpiresAt ?? Infinity) * 1000 <= Date.now()) {
+      throw unauthorized(reply, 'The API key is invalid, revoked or expired')
+    }
+    fastify.apiKeysRepository.touch(caller.keyId!)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the API key\'s last use'))
+    request.user = { id: caller.userId, jti: cacheKey, sessionId: undefined, keyId: caller.keyId, exp: caller.keyExpiresAt ?? Number.MAX_SAFE_INTEGER, permissions: caller.permissions }
+  }
+
   fastify.decorate('authenticate', async (request: FastifyRequest, reply: FastifyReply) => {
-    const token = BEARER.exec(request.headers.authorization ?? '')?.[1]
-    if (!token) throw unauthorized(reply, 'A bearer token is required')
+    const authorization = request.headers.authorization ?? ''
+    const key = KEY_BEARER.exec(authorization)?.[1]
+    if (key !== undefined) return authenticateKey(request, reply, key)
+    const token = BEARER.exec(authorization)?.[1]
+    if (!token) throw unauthorized(reply, 'A bearer token or API key is required')
 
     let claims: TokenClaims
     try {
@@ -136,7 +166,11 @@ export default fp(async (fastify) => {
       fastify.sessionsRepository.touch(claims.sid)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the session\'s last use'))
     }
 
-    request.user = { id, jti: claims.jti, sessionId: claims.sid, exp: claims.exp, permissions: caller.permissions }
+    request.user = { id, jti: claims.jti, sessionId: claims.sid, keyId: undefined, exp: claims.exp, permissions: caller.permissions }
+  })
+
+  fastify.decorate('refuseKeys', async (request: FastifyRequest) => {
+    if (request.user.keyId !== undefined) throw fastify.httpErrors.forbidden('An API key cannot manage API keys, sessions or the profile: use an access token')
   })
 
   fastify.decorate('can', (permission: string) => async (request: FastifyRequest) => {
@@ -144,4 +178,4 @@ export default fp(async (fastify) => {
       throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
     }
   })
-}, { name: 'auth', dependencies: ['config', 'sensible', 'caller-cache', 'users-repository', 'sessions-repository'] })
+}, { name: 'auth', dependencies: ['config', 'sensible', 'caller-cache', 'users-repository', 'sessions-repository', 'api-keys-repository'] })

@@ -5,6 +5,7 @@ import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { countAttempt, type AttemptCount } from './throttle.js'
 import { prepare, type Database } from '../../lib/db/prepared-query.js'
 import { newRefreshToken, refreshHash } from '../../lib/auth/refresh-tokens.js'
+import { LastUse } from '../../lib/auth/last-use.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -48,8 +49,6 @@ export const SESSIONS_PER_USER = 100
 
 const SESSION_COLUMNS = 'id::float8 as id, created_at, last_used_at, expires_at, user_agent, ip'
 const LIVE = 'ended_at is null and expires_at > now()'
-/** How often a session's last use is written, at most. */
-const TOUCH_EVERY_MS = 60_000
 
 interface LiveRow { id: number, user_id: number, token_generation: number, expires_at: number, issued_at: number }
 const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, generation: row.token_generation, expiresAt: row.expires_at })
@@ -114,8 +113,9 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   const { knex } = database
   const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds, cacheSize } = settings
   const statements = sessionStatements(database)
-  // When each session's last use was last written by this instance, the oldest first.
-  const touched = new Map<number, number>()
+  const lastUse = new LastUse(cacheSize, sessionId => knex('sessions').where('id', sessionId)
+    .where('last_used_at', '<', knex.raw("now() - interval '1 minute'"))
+    .update({ last_used_at: knex.fn.now() }))
 
   /** Ends the sessions the query finds, at once on this instance, on the others by notification. */
   async function end (trx: Knex, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<SessionRecord[]> {
@@ -224,22 +224,8 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       }
     },
 
-    /**
-     * Notes that the session was used now: written at most once a minute per session and
-     * instance, beside the request, which does not wait for it (its failure is only logged by the caller).
-     */
-    touch (sessionId: number, now = Date.now()): Promise<void> | undefined {
-      const last = touched.get(sessionId)
-      if (last !== undefined && now - last < TOUCH_EVERY_MS) return undefined
-      touched.delete(sessionId)
-      touched.set(sessionId, now)
-      // As many as the caller cache holds, forgetting the oldest: a session written again a
-      // minute early costs one UPDATE.
-      if (touched.size > cacheSize) touched.delete(touched.keys().next().value!)
-      return knex('sessions').where('id', sessionId)
-        .where('last_used_at', '<', knex.raw("now() - interval '1 minute'"))
-        .update({ last_used_at: knex.fn.now() }).then(() => undefined)
-    }
+    /** Notes that the session was used now (lib/auth/last-use.ts). */
+    touch: (sessionId: number, now?: number) => lastUse.note(sessionId, now)
   }
 }
 

@@ -192,6 +192,11 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
       return rows[0]?.permissions
     },
 
+    /** The permissions of the user that `held` lacks: nobody acts on a user who holds more than they do. */
+    async permissionsBeyond (id: number, held: Set<string>, trx: Knex = knex): Promise<string[]> {
+      return (await this.permissionNames(id, trx)).filter(name => !held.has(name))
+    },
+
     /** The names of the permissions the user's roles give them. */
     async permissionNames (id: number, trx: Knex = knex): Promise<string[]> {
       const rows: { name: string }[] = await trx('user_roles as ur')

@@ -71,7 +71,8 @@ export default fp(async (fastify) => {
       servers: [{ url: '/', description: 'This server' }],
       components: {
         securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/login or /api/register' }
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/login or /api/register' },
+          apiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'sk_…', description: 'An API key from POST /api/keys, as `Authorization: Bearer sk_…`: what its permissions and its owner\'s current ones both allow' }
         }
       }
     },

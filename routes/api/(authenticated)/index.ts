@@ -7,7 +7,7 @@ import { accountSchemas, accountSharedSchemas } from './schema.js'
 /** `/api/logout`, `/api/profile` and `/api/permissions`: any caller with a valid token. */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ schemas: accountSharedSchemas })
-  fastify.get('/logout', { schema: accountSchemas.logout }, async (request) => {
+  fastify.get('/logout', { schema: accountSchemas.logout, onRequest: fastify.refuseKeys }, async (request) => {
     const { id, jti, exp, sessionId } = request.user
     await request.guardWrite(async () => {
       if (request.query.scope === 'all') await fastify.usersRepository.endAllSessions(id)
@@ -26,7 +26,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
 
   // The caller's own account, without user-edit. The current password is checked as a login's
   // is, and counted with logins: a stolen access token alone cannot take the account over.
-  fastify.patch('/profile', { schema: accountSchemas.updateProfile }, async (request, reply) => {
+  fastify.patch('/profile', { schema: accountSchemas.updateProfile, onRequest: fastify.refuseKeys }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, current_password: currentPassword } = request.body
     if (name === undefined && email === undefined && password === undefined && confirmation === undefined) {
       throw new InvalidFields({ body: ['must change at least one of name, email and password'] })

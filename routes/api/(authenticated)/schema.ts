@@ -1,10 +1,11 @@
 import { Type } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp } from '../../../schemas/common.js'
+import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, TOKEN_OR_KEY } from '../../../schemas/common.js'
 import { userFields } from '../../../schemas/users.js'
 import { authTag } from '../(public)/schema.js'
 import { rolesTag } from './roles/schema.js'
 
 const auth = { tags: [authTag.name], security: [{ bearerAuth: [] }] }
+const tokenOrKey = { ...auth, security: TOKEN_OR_KEY }
 
 export const Profile = Type.Object({
   id: Type.Integer({ minimum: 1 }),
@@ -25,10 +26,10 @@ export const accountSchemas = {
     querystring: Type.Object({
       scope: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('all')], { default: 'token' }))
     }),
-    response: { 200: Envelope(Type.Null(), { description: 'Logged out' }), ...errorResponses(400, 401) }
+    response: { 200: Envelope(Type.Null(), { description: 'Logged out' }), ...errorResponses(400, 401, 403) }
   },
   profile: {
-    ...auth,
+    ...tokenOrKey,
     operationId: 'auth.profile',
     summary: 'The caller',
     description: 'The user the token belongs to, with the names of their roles and of the permissions those give.',
@@ -49,10 +50,10 @@ export const accountSchemas = {
       c_password: userFields.c_password,
       current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The caller\'s password as it is: needed to change the e-mail address or the password' })
     })),
-    response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller as changed'), ...errorResponses(400, 401, 409, 413, 415, 429) }
+    response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller as changed'), ...errorResponses(400, 401, 403, 409, 413, 415, 429) }
   },
   permissions: {
-    ...auth,
+    ...tokenOrKey,
     tags: [rolesTag.name],
     operationId: 'permissions.index',
     summary: 'List the permissions',

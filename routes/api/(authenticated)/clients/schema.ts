@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
 export const clientFields = {
   name: Type.String({ minLength: 1, maxLength: 255, example: 'Acme Sp. z o.o.' }),
@@ -38,7 +38,7 @@ export const clientListFields: ListFields = {
 const ClientEnvelope = Envelope(Type.Ref(Client))
 /** The OpenAPI tag of every client operation. */
 export const clientsTag = { name: 'clients', description: 'Clients, behind the client-* permissions' }
-const auth = { tags: [clientsTag.name], security: [{ bearerAuth: [] }] }
+const auth = { tags: [clientsTag.name], security: TOKEN_OR_KEY }
 
 export const clientSchemas = {
   index: {

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, WriteHeaders } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 import { Role, roleListFields } from '../../../../schemas/roles.js'
 
 export const roleFields = {
@@ -17,7 +17,7 @@ const RoleEnvelope = (description: string) => Envelope(Type.Ref(Role), { descrip
 const TaggedRoleEnvelope = Envelope(Type.Ref(Role))
 /** The OpenAPI tag of every role operation. */
 export const rolesTag = { name: 'roles', description: 'Roles and permissions, behind the role-* permissions' }
-const auth = { tags: [rolesTag.name], security: [{ bearerAuth: [] }] }
+const auth = { tags: [rolesTag.name], security: TOKEN_OR_KEY }
 
 export const roleSchemas = {
   index: {

@@ -5,6 +5,8 @@ import { sessionSchemas, sessionSharedSchemas, sessionsTag } from './schema.js'
 const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: sessionsTag, schemas: sessionSharedSchemas })
   const { sessionsRepository } = fastify
+  // A session is a person's login: an API key neither lists nor ends one.
+  fastify.addHook('onRequest', fastify.refuseKeys)
 
   fastify.get('/', { schema: sessionSchemas.index }, async (request) => {
     const { id, sessionId } = request.user

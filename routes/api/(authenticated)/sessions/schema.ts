@@ -20,7 +20,7 @@ export const sessionSchemas = {
     operationId: 'sessions.index',
     summary: 'List the caller\'s sessions',
     description: 'Every live session of the caller, the most recently used first.',
-    response: { 200: Envelope(Type.Array(Type.Ref(Session)), { description: 'The caller\'s live sessions' }), ...errorResponses(401) }
+    response: { 200: Envelope(Type.Array(Type.Ref(Session)), { description: 'The caller\'s live sessions' }), ...errorResponses(401, 403) }
   },
   destroy: {
     ...auth,
@@ -28,7 +28,7 @@ export const sessionSchemas = {
     summary: 'End one of the caller\'s sessions',
     description: 'The session ends at once: its access tokens are refused on the next request, on every instance, and its refresh token gets no new pair. A session of another user, or one that has ended, is 404.',
     params: IdParams,
-    response: { 200: Envelope(Type.Ref(Session), { description: 'The ended session' }), ...errorResponses(400, 401, 404) }
+    response: { 200: Envelope(Type.Ref(Session), { description: 'The ended session' }), ...errorResponses(400, 401, 403, 404) }
   }
 }
 

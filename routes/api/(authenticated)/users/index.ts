@@ -47,7 +47,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
    * permission the caller lacks is refused, as granting it would be.
    */
   async function mayActOn (id: number, held: Set<string>, action: string, trx: Knex) {
-    const lacking = (await usersRepository.permissionNames(id, trx)).filter(name => !held.has(name))
+    const lacking = await usersRepository.permissionsBeyond(id, held, trx)
     if (lacking.length > 0) throw forbidden(`You cannot ${action} a user who holds permissions you lack: ${lacking.join(', ')}`)
   }
 

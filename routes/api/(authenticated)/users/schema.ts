@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, WriteHeaders } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 import { User, userFields, userListFields } from '../../../../schemas/users.js'
 
 const roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
@@ -31,7 +31,7 @@ const UserEnvelope = (description: string) => Envelope(Type.Ref(User), { descrip
 const TaggedUserEnvelope = Envelope(Type.Ref(User))
 /** The OpenAPI tag of every user operation. */
 export const usersTag = { name: 'users', description: 'Users, behind the user-* permissions' }
-const auth = { tags: [usersTag.name], security: [{ bearerAuth: [] }] }
+const auth = { tags: [usersTag.name], security: TOKEN_OR_KEY }
 
 export const userSchemas = {
   index: {

@@ -1,0 +1,53 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
+import { keySchemas, keySharedSchemas, keysTag } from './schema.js'
+
+/** `/api/keys`: API keys, made and managed with an access token (plugins/app/api-keys-repository.ts). */
+const keys: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: keysTag, schemas: keySharedSchemas })
+  const { apiKeysRepository, usersRepository } = fastify
+  const { forbidden, notFound } = fastify.httpErrors
+  // No chains of keys: a key neither makes nor manages keys.
+  fastify.addHook('onRequest', fastify.refuseKeys)
+
+  /**
+   * Whether the caller may manage the keys of `userId`: their own, or, with `user-edit`, those
+   * of a user who holds nothing the caller lacks (as editing that user needs).
+   */
+  async function mayManage (request: FastifyRequest, userId: number, hidden: () => Error) {
+    const { id, permissions } = request.user
+    if (userId === id) return
+    if (!permissions.has('user-edit')) throw hidden()
+    const lacking = await usersRepository.permissionsBeyond(userId, permissions)
+    if (lacking.length > 0) throw forbidden(`You cannot manage the keys of a user who holds permissions you lack: ${lacking.join(', ')}`)
+  }
+
+  fastify.get('/', { schema: keySchemas.index }, async (request) => {
+    const userId = request.query.user_id ?? request.user.id
+    await mayManage(request, userId, () => forbidden('Listing another user\'s keys needs the user-edit permission'))
+    return { success: true as const, data: await apiKeysRepository.list(userId) }
+  })
+
+  fastify.post('/', { schema: keySchemas.store }, async (request, reply) => {
+    const { name, permissions, expires_at: expiresAt } = request.body
+    if (expiresAt !== undefined && !(Date.parse(expiresAt) > Date.now())) throw new InvalidFields({ expires_at: ['must be in the future'] })
+    const lacking = permissions.filter(permission => !request.user.permissions.has(permission))
+    if (lacking.length > 0) throw forbidden(`A key cannot hold permissions you lack: ${lacking.join(', ')}`)
+    const { record, secret } = await request.guardWrite(() => apiKeysRepository.create(request.user.id, { name, permissions, expiresAt }))
+    reply.code(201).header('location', fastify.prefix)
+    return { success: true as const, data: record, secret, message: 'API key made: its secret is shown this once' }
+  })
+
+  fastify.delete('/:id', { schema: keySchemas.destroy }, async (request) => {
+    const missing = () => notFound(`API key ${request.params.id} not found`)
+    const key = await apiKeysRepository.find(request.params.id)
+    if (!key) throw missing()
+    await mayManage(request, key.user_id, missing)
+    const revoked = await request.guardWrite(() => apiKeysRepository.revoke(key.id))
+    if (!revoked) throw missing()
+    return { success: true as const, data: revoked, message: 'API key revoked' }
+  })
+}
+
+export default keys

@@ -1,0 +1,68 @@
+import { Type } from '@sinclair/typebox'
+import { Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
+
+export const keysTag = { name: 'keys', description: 'API keys: secrets for machine clients, each with permissions of its own' }
+// Managed with an access token only: a key makes no keys (no chains of keys).
+const auth = { tags: [keysTag.name], security: [{ bearerAuth: [] }] }
+
+const PermissionNames = Type.Array(Type.String({ minLength: 1, maxLength: 100 }), {
+  maxItems: 100,
+  uniqueItems: true,
+  description: 'Names of permissions (GET /api/permissions). At every request the key may do what these allow and its owner may still do.',
+  example: ['client-list', 'client-create']
+})
+
+export const ApiKey = Type.Object({
+  id: Type.Integer({ minimum: 1 }),
+  user_id: Type.Integer({ minimum: 1, description: 'The key\'s owner' }),
+  name: Type.String(),
+  prefix: Type.String({ description: 'The secret\'s first 11 characters, to tell keys apart', example: 'sk_4Gx0aQ2b' }),
+  permissions: PermissionNames,
+  created_at: Timestamp,
+  expires_at: Type.Union([Timestamp, Type.Null()], { description: 'When the key stops working; null if it does not expire' }),
+  last_used_at: Type.Union([Timestamp, Type.Null()], { description: 'When the key was last used; written at most once a minute' })
+}, { $id: 'ApiKey', additionalProperties: false })
+
+export const NewApiKey = Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 100, description: 'What the key is for', example: 'nightly export' }),
+  permissions: PermissionNames,
+  expires_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working, in the future; without it, never', example: '2027-06-30T00:00:00Z' }))
+}, { $id: 'NewApiKey', additionalProperties: false })
+
+const CreatedKey = Type.Object({
+  success: Type.Literal(true),
+  data: Type.Ref(ApiKey),
+  secret: Type.String({ pattern: '^sk_[A-Za-z0-9_-]{43}$', description: 'The key itself, for `Authorization: Bearer <secret>`: shown this once, kept nowhere' }),
+  message: Type.String()
+}, { additionalProperties: false, description: 'The key made, and its secret', headers: { location: Type.String({ description: 'The keys\' list' }) } })
+
+export const keySchemas = {
+  index: {
+    ...auth,
+    operationId: 'keys.index',
+    summary: 'List API keys',
+    description: 'The caller\'s keys not revoked (expired ones too), the newest first; never their secrets. With `user_id`, another user\'s: this needs `user-edit` and every permission that user holds.',
+    querystring: Type.Object({
+      user_id: Type.Optional(Type.Integer({ minimum: 1, description: 'Whose keys; the caller\'s without it' }))
+    }, { additionalProperties: false }),
+    response: { 200: Envelope(Type.Array(Type.Ref(ApiKey)), { description: 'The keys' }), ...errorResponses(400, 401, 403) }
+  },
+  store: {
+    ...auth,
+    operationId: 'keys.store',
+    summary: 'Make an API key',
+    description: 'Answers the key\'s secret this once. Its permissions must be ones the caller holds (403 otherwise). A key authenticates as `Authorization: Bearer sk_…` on every route its permissions allow, but cannot manage keys, sessions or the profile. Not replayed by `Idempotency-Key`: a secret is never stored to be answered again.',
+    body: Type.Ref(NewApiKey),
+    response: { 201: CreatedKey, ...errorResponses(400, 401, 403, 413, 415) }
+  },
+  destroy: {
+    ...auth,
+    operationId: 'keys.destroy',
+    summary: 'Revoke an API key',
+    description: 'The key is refused from the next request on, on every instance. Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404.',
+    params: IdParams,
+    response: { 200: Envelope(Type.Ref(ApiKey), { description: 'The revoked key' }), ...errorResponses(400, 401, 403, 404) }
+  }
+}
+
+export const keySharedSchemas = [ApiKey, NewApiKey]

@@ -54,3 +54,29 @@ t.test('two instances: a session ended through one is refused by the other; a re
   t.equal(reused.status, 401)
   t.ok(await within(1_000, async () => await status(one, next.data) === 401), 'the session\'s newest token is refused by the first instance within a second')
 })
+
+t.test('two instances: an owner who loses a role through one loses it for their key on the other; a key revoked through one is refused by the other', async t => {
+  const env = { ...await databaseEnv(t), ADMIN_EMAIL: 'admin@example.com', ADMIN_PASSWORD: PASSWORD, REGISTER_ROLES: 'User' }
+  const [one, other] = await Promise.all([startServer(env), startServer(env)]) as [ServerProcess, ServerProcess]
+  t.teardown(() => { one.kill(); other.kill() })
+  const tokenOf = async (email: string) => (await (await fetch(`${one.url}/api/login`, json({ email, password: PASSWORD }))).json() as { data: string }).data
+  const headers = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
+  const registered = await fetch(`${one.url}/api/register`, json({ name: 'Owner', email: 'owner@example.com', password: PASSWORD, c_password: PASSWORD }))
+  t.equal(registered.status, 201)
+  const owner = await registered.json() as { data: string }
+  const ownerId = Number(JSON.parse(Buffer.from(owner.data.split('.')[1]!, 'base64url').toString()).sub)
+  const makeKey = async () => (await (await fetch(`${one.url}/api/keys`, { method: 'POST', headers: headers(owner.data), body: JSON.stringify({ name: 'k', permissions: ['client-list'] }) })).json()) as { data: { id: number }, secret: string }
+  const clients = (server: ServerProcess, key: string) => fetch(`${server.url}/api/clients`, { headers: { authorization: `Bearer ${key}` } }).then(res => res.status)
+
+  const revoked = await makeKey()
+  t.same([await clients(other, revoked.secret), await clients(other, revoked.secret)], [200, 200], 'remembered by the other instance')
+  t.equal((await fetch(`${one.url}/api/keys/${revoked.data.id}`, { method: 'DELETE', headers: { authorization: `Bearer ${owner.data}` } })).status, 200)
+  t.ok(await within(1_000, async () => await clients(other, revoked.secret) === 401), 'the revoked key is refused by the other instance within a second')
+
+  const kept = await makeKey()
+  t.same([await clients(other, kept.secret), await clients(other, kept.secret)], [200, 200])
+  const admin = await tokenOf('admin@example.com')
+  const demoted = await fetch(`${one.url}/api/users/${ownerId}`, { method: 'PATCH', headers: headers(admin), body: JSON.stringify({ roles: [] }) })
+  t.equal(demoted.status, 200)
+  t.ok(await within(1_000, async () => await clients(other, kept.secret) === 403), 'the owner lost client-list: the key is refused it by the other instance within a second')
+})

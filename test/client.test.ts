@@ -17,6 +17,7 @@ t.test('a client generated from openapi.json type-checks and runs a whole scenar
   t.same(steps, [
     'ok - register', 'ok - login', 'ok - refresh', 'ok - list sessions', 'ok - end the other session', 'ok - profile', 'ok - create a client',
     'ok - a retry of the create gets the same client', 'ok - list clients',
+    'ok - make an API key', 'ok - the key reads clients, and may not delete one', 'ok - revoke the key',
     'ok - update a client with PATCH and If-Match', 'ok - a stale If-Match gets 412 and the current tag', 'ok - delete a client', 'ok - the deleted client is gone', 'ok - logout',
     'ok - the token no longer works', 'ok - create a student (v1)', 'ok - read it through /students',
     'ok - rename it (v1 PUT)', 'ok - change its age (PATCH /students)',

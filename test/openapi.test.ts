@@ -35,12 +35,16 @@ t.test('every route is in the document, named, described, with its responses', a
       t.same(operation.responses[status].content['application/json'].schema, { $ref: '#/components/schemas/ErrorBody' }, `${label} ${status}: the error body`)
     }
     const guarded = path.startsWith('/api/') && !path.startsWith('/api/v1/') && !['/api/login', '/api/register', '/api/token/refresh'].includes(path)
-    t.same(operation.security, guarded ? [{ bearerAuth: [] }] : [], `${label}: security`)
+    // Keys, sessions, the logout and changes of the profile: an access token's only.
+    const tokenOnly = /^\/api\/(keys|sessions)(\/|$)/.test(path) || path === '/api/logout' || (path === '/api/profile' && method === 'patch')
+    t.same(operation.security, !guarded ? [] : tokenOnly ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKey: [] }], `${label}: security`)
+    if (guarded && tokenOnly) t.ok(operation.responses['403'], `${label}: 403, for an API key`)
     if (guarded) t.ok(operation.responses['401'], `${label}: 401`)
   }
   t.same(committed.components.securitySchemes.bearerAuth, {
     type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/login or /api/register'
   })
+  t.match(committed.components.securitySchemes.apiKey, { type: 'http', scheme: 'bearer', bearerFormat: 'sk_…' })
   t.notOk(Object.keys(committed.components.schemas).some(name => /^def-\d+$/.test(name)), 'named components only')
   t.notOk('Error' in committed.components.schemas, 'no component named Error')
 })

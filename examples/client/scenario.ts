@@ -48,6 +48,17 @@ const retried = await createClientOnce()
 check(retried.response.headers.get('idempotent-replayed') === 'true' && retried.data?.data.id === id, 'a retry of the create gets the same client')
 const list = await api.GET('/api/clients', { ...auth, params: { query: { limit: 10 } } })
 check(list.data?.data.some(client => client.id === id), 'list clients')
+
+// API keys: a key for a machine client that only lists clients; shown once, used, revoked.
+const made = await api.POST('/api/keys', { ...auth, body: { name: 'nightly export', permissions: ['client-list'] } })
+const key = made.data
+check(made.response.status === 201 && key !== undefined && key.secret.startsWith('sk_'), 'make an API key')
+const byKey = { headers: { authorization: `Bearer ${key.secret}` } }
+const listedByKey = await api.GET('/api/clients/{id}', { ...byKey, params: { path: { id } } })
+const refusedByKey = await api.DELETE('/api/clients/{id}', { ...byKey, params: { path: { id } } })
+check(listedByKey.data?.data.id === id && refusedByKey.response.status === 403, 'the key reads clients, and may not delete one')
+const revoked = await api.DELETE('/api/keys/{id}', { ...auth, params: { path: { id: key.data.id } } })
+check(revoked.data?.data.id === key.data.id && (await api.GET('/api/clients', byKey)).response.status === 401, 'revoke the key')
 // An update with If-Match: it writes only over the version it was read at.
 const etag = created.response.headers.get('etag')!
 const patched = await api.PATCH('/api/clients/{id}', { ...auth, params: { path: { id }, header: { 'if-match': etag } }, body: { city: 'Kraków' } })

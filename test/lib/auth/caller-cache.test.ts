@@ -21,7 +21,7 @@ t.test('keeps callers only while enabled, and only what no change overtook', asy
   t.equal(cache.size, 0, 'disabling forgets everything')
 })
 
-t.test('notifications forget the token, the user, or everything', async t => {
+t.test('notifications forget the token, the user, the session, the key, or everything', async t => {
   const cache = new CallerCache(10)
   cache.enable()
   const fill = () => {
@@ -40,7 +40,13 @@ t.test('notifications forget the token, the user, or everything', async t => {
   cache.set('c', caller(1), cache.version)
   cache.apply('session:7')
   t.same([cache.get('a'), !!cache.get('b'), !!cache.get('c')], [undefined, true, true], 'session:7 forgets the tokens of that session only')
-  for (const payload of ['all', 'user:x', 'session:x', '']) {
+  cache.clear()
+  cache.set('key:aa', { ...caller(1), keyId: 3, keyExpiresAt: null }, cache.version)
+  cache.set('key:bb', { ...caller(1), keyId: 4, keyExpiresAt: null }, cache.version)
+  cache.set('c', caller(1), cache.version)
+  cache.apply('key:3')
+  t.same([cache.get('key:aa'), !!cache.get('key:bb'), !!cache.get('c')], [undefined, true, true], 'key:3 forgets that key only')
+  for (const payload of ['all', 'user:x', 'session:x', 'key:x', '']) {
     fill()
     cache.apply(payload)
     t.equal(cache.size, 0, `"${payload}" forgets everything`)

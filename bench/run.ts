@@ -28,6 +28,8 @@ const MILLION = 1_000_000
 const UNAUTHENTICATED = 'service, student GET by id, same rounds'
 /** The second ceiling: node:http with postgres.js, for the student routes. */
 const POSTGRES_JS = 'ceiling, postgres.js'
+/** The service answering the authenticated GET with an API key, in the same rounds. */
+const KEYED = 'service, API key'
 /** The service answering refreshes in the login's rounds. */
 const REFRESH = 'service, token refresh, same rounds'
 const chosen = (scenario: string) => (process.env.BENCH_ONLY ?? '').split('|').some(part => scenario.includes(part))
@@ -54,6 +56,8 @@ try {
   await db.query('insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = \'bench@example.com\' and r.name = \'User\'')
   const token = (await (await fetch(`${service.url}/api/login`, json({ email: 'bench@example.com', password }))).json() as { data: string }).data
   const auth = { authorization: `Bearer ${token}` }
+  const { secret } = await (await fetch(`${service.url}/api/keys`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['client-list'] }) })).json() as { secret: string }
+  const byKey = { authorization: `Bearer ${secret}` }
 
   // Refresh tokens for the refresh scenario, each of a session of its own (refreshes count per
   // session), 50 sessions a user (a user has at most 100): token i is what refreshToken(i)
@@ -117,7 +121,7 @@ try {
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
     { name: 'student PATCH age', targets: [service], next: () => ({ method: 'PATCH', path: `/students/${randomId(STUDENTS)}`, body: '{"age":44}' }) },
-    { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
+    { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }, { server: service, name: KEYED, next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: byKey }) }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
     { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
     // A refresh beside the logins, in the same rounds: it costs no password hash.
@@ -278,6 +282,7 @@ try {
     'GET by id answered 304 ÷ answered 200': paired('student GET by id answered 304', 'service', 'service, the same GETs answered 200'),
     'PUT with a matching If-Match ÷ PUT without': paired('student PUT with a matching If-Match', 'service', 'service, student PUT without If-Match'),
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
+    'API key GET ÷ student GET by id': paired('client GET by id (auth)', KEYED, UNAUTHENTICATED),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),
     'refresh ÷ login': paired('login', REFRESH, 'service'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
@@ -297,7 +302,7 @@ try {
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
   await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, results }, null, 2) + '\n')
-  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [UNAUTHENTICATED]: '#90cdf4', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
+  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [UNAUTHENTICATED]: '#90cdf4', [KEYED]: '#4299e1', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,
     results.map(({ scenario, target, figures }) => ({ label: `${scenario} · ${target}`, value: figures.requestsPerSecond, colour: colours[target] ?? '#2b6cb0' }))

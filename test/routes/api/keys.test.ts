@@ -136,3 +136,18 @@ t.test('another user\'s keys: listed and revoked with user-edit over them, hidde
   t.equal((await app.inject({ method: 'DELETE', url: `/api/keys/${userKey.data.id}`, headers: bearer(editor.token) })).statusCode, 200)
   t.equal(await status(app, userKey.secret, 'GET', '/api/profile'), 401, 'revoked by the editor')
 })
+
+t.test('a key id past any key is 404; a key whose last use cannot be written still answers', async t => {
+  const app = await build(t)
+  const owner = await userWithRoles(app, ['User'])
+  for (const id of ['99999999999999999999', '123456']) {
+    t.equal((await app.inject({ method: 'DELETE', url: `/api/keys/${id}`, headers: bearer(owner.token) })).statusCode, 404, id)
+  }
+  const { secret } = await makeKey(app, owner.token, { name: 'k', permissions: ['client-list'] })
+  // The write of its last use fails (as with a database that refuses it); the request does not.
+  await app.knex.raw('alter table api_keys add constraint never_used check (last_used_at is null)')
+  t.equal(await status(app, secret, 'GET', '/api/clients'), 200)
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(await status(app, secret, 'GET', '/api/clients'), 200, 'the failure was only logged')
+  t.equal((await app.knex('api_keys').first('last_used_at')).last_used_at, null)
+})

@@ -45,6 +45,7 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     if (!key) throw missing()
     await mayManage(request, key.user_id, missing)
     const revoked = await request.guardWrite(() => apiKeysRepository.revoke(key.id))
+    /* c8 ignore next -- revoked by another request between the look-up and the revoke */
     if (!revoked) throw missing()
     return { success: true as const, data: revoked, message: 'API key revoked' }
   })

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
+import { MAX_ID } from '../../../../lib/http/limits.js'
 
 export const keysTag = { name: 'keys', description: 'API keys: secrets for machine clients, each with permissions of its own' }
 // Managed with an access token only: a key makes no keys (no chains of keys).
@@ -43,7 +44,7 @@ export const keySchemas = {
     summary: 'List API keys',
     description: 'The caller\'s keys not revoked (expired ones too), the newest first; never their secrets. With `user_id`, another user\'s: this needs `user-edit` and every permission that user holds.',
     querystring: Type.Object({
-      user_id: Type.Optional(Type.Integer({ minimum: 1, description: 'Whose keys; the caller\'s without it' }))
+      user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'Whose keys; the caller\'s without it' }))
     }, { additionalProperties: false }),
     response: { 200: Envelope(Type.Array(Type.Ref(ApiKey)), { description: 'The keys' }), ...errorResponses(400, 401, 403) }
   },

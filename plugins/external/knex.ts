@@ -16,20 +16,26 @@ declare module 'fastify' {
 
 /** The advisory lock that instances take around migrating (any constant shared by all of them). */
 const MIGRATION_LOCK = 7_355_608
+/** How long the migration waits for a connection of its own. */
+const MIGRATION_ACQUIRE_MS = 60_000
 
 /**
  * Migrates to the latest schema once, however many instances start together: each takes
  * an advisory lock on a connection of its own, so the others wait and then find nothing to do
  * (knex's own lock would make them fail instead).
  */
-async function migrate (db: Knex, connection: pg.ClientConfig): Promise<void> {
+async function migrate (config: Knex.Config, connection: pg.ClientConfig): Promise<void> {
   const lock = new pg.Client(connection)
   await lock.connect()
+  // A knex of its own, whose connections may take as long as the statements to come: at
+  // startup, beside other instances migrating and starting, a connection made within the
+  // requests' DB_ACQUIRE_TIMEOUT (2 s) is not always to be had, and the instance would fail.
+  const migrator = knex({ ...config, acquireConnectionTimeout: MIGRATION_ACQUIRE_MS })
   try {
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
-    await db.migrate.latest()
+    await migrator.migrate.latest()
   } finally {
-    await lock.end()
+    await Promise.all([migrator.destroy(), lock.end()])
   }
 }
 
@@ -49,5 +55,5 @@ export default fp(async (fastify) => {
   fastify.decorate('pgPool', pool)
   fastify.decorate('database', { knex: db, pool })
   fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
-  await migrate(db, connection)
+  await migrate(config, connection)
 }, { name: 'knex', dependencies: ['config'] })

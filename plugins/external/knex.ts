@@ -17,7 +17,7 @@ declare module 'fastify' {
 /** The advisory lock that instances take around migrating (any constant shared by all of them). */
 const MIGRATION_LOCK = 7_355_608
 /** How long the migration waits for a connection of its own. */
-const MIGRATION_ACQUIRE_MS = 60_000
+const MIGRATION_CONNECT_MS = 60_000
 
 /**
  * Migrates to the latest schema once, however many instances start together: each takes
@@ -25,12 +25,13 @@ const MIGRATION_ACQUIRE_MS = 60_000
  * (knex's own lock would make them fail instead).
  */
 async function migrate (config: Knex.Config, connection: pg.ClientConfig): Promise<void> {
-  const lock = new pg.Client(connection)
+  // Connections of its own, which may take their time: at startup, beside other instances
+  // migrating and starting, a connection within the requests' DB_CONNECT_TIMEOUT and
+  // DB_ACQUIRE_TIMEOUT is not always to be had on a loaded machine, and the instance would fail.
+  const patient = { ...connection, connectionTimeoutMillis: MIGRATION_CONNECT_MS }
+  const lock = new pg.Client(patient)
   await lock.connect()
-  // A knex of its own, whose connections may take as long as the statements to come: at
-  // startup, beside other instances migrating and starting, a connection made within the
-  // requests' DB_ACQUIRE_TIMEOUT (2 s) is not always to be had, and the instance would fail.
-  const migrator = knex({ ...config, acquireConnectionTimeout: MIGRATION_ACQUIRE_MS })
+  const migrator = knex({ ...config, connection: patient as Knex.PgConnectionConfig, acquireConnectionTimeout: MIGRATION_CONNECT_MS })
   try {
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
     await migrator.migrate.latest()

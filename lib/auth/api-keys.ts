@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto'
  * database only as their SHA-256. The prefix tells a key from an access token (a JWT) at a
  * glance, in a header and in a secret scanner's rules.
  */
-export const API_KEY = /^sk_[A-Za-z0-9_-]{43}$/
+export const API_KEY_PATTERN = 'sk_[A-Za-z0-9_-]{43}'
 
 /** A new key's secret. */
 export const newApiKey = (): string => `sk_${randomBytes(32).toString('base64url')}`

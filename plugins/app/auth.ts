@@ -4,7 +4,7 @@ import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
-import { apiKeyHash } from '../../lib/auth/api-keys.js'
+import { API_KEY_PATTERN, apiKeyHash } from '../../lib/auth/api-keys.js'
 import type { LiveSession } from './sessions-repository.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
@@ -68,7 +68,7 @@ declare module 'fastify' {
 export const ISSUER = 'student-records-api'
 export const AUDIENCE = 'student-records-api'
 const BEARER = /^Bearer +([A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]+\.[A-Za-z0-9\-_]*) *$/i
-const KEY_BEARER = /^Bearer +(sk_[A-Za-z0-9_-]{43}) *$/i
+const KEY_BEARER = new RegExp(`^Bearer +(${API_KEY_PATTERN}) *$`, 'i')
 /** The claims exactly as `issueToken` writes them: a user id in plain decimal, a version 4 UUID. */
 const USER_ID = /^[1-9]\d{0,9}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
+import { API_KEY_PATTERN } from '../../../../lib/auth/api-keys.js'
 
 export const keysTag = { name: 'keys', description: 'API keys: secrets for machine clients, each with permissions of its own' }
 // Managed with an access token only: a key makes no keys (no chains of keys).
@@ -33,7 +34,7 @@ export const NewApiKey = Type.Object({
 const CreatedKey = Type.Object({
   success: Type.Literal(true),
   data: Type.Ref(ApiKey),
-  secret: Type.String({ pattern: '^sk_[A-Za-z0-9_-]{43}$', description: 'The key itself, for `Authorization: Bearer <secret>`: shown this once, kept nowhere' }),
+  secret: Type.String({ pattern: `^${API_KEY_PATTERN}$`, description: 'The key itself, for `Authorization: Bearer <secret>`: shown this once, kept nowhere' }),
   message: Type.String()
 }, { additionalProperties: false, description: 'The key made, and its secret', headers: { location: Type.String({ description: 'The keys\' list' }) } })
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import type pg from 'pg'
 import { Statement, type RowMaker, type Scalar, type StatementResult } from './statement-query.js'
@@ -17,6 +18,19 @@ export interface PreparedQuery<Args extends Scalar[], Row> {
   values: (args: Args) => Scalar[]
   /** What makes its rows, for a statement made around it that returns the same ones. */
   readonly makeRow: RowMaker<Row> | undefined
+  /** The pool it runs on, as a statement made around it does. */
+  readonly pool: pg.Pool
+}
+
+/**
+ * A write that rides in an INSERT's own statement: a CTE reading `created`, the INSERT's rows,
+ * such as the audit entry of a create (plugins/app/audit.ts) or a kept Idempotency-Key
+ * (plugins/app/idempotency.ts). Both commit with the INSERT, or neither does.
+ */
+export interface Companion {
+  /** The CTE, `name as (…)`, its parameters numbered from `$first`; its text is the same for every request. */
+  cte: (first: number) => string
+  values: Scalar[]
 }
 
 /**
@@ -28,19 +42,49 @@ export interface Insertion<Row, Args extends Scalar[] = Scalar[]> {
   query: PreparedQuery<Args, Row>
   args: Args
   failure: (error: unknown) => unknown
+  /** What is written in the same statement. */
+  companions: Companion[]
 }
 
 /** An insertion of this query with these arguments; `failure` tells what its errors mean (by default, themselves). */
 export function insertion<Args extends Scalar[], Row> (query: PreparedQuery<Args, Row>, args: Args, failure = (error: unknown) => error): Insertion<Row, Args> {
-  return { query, args, failure }
+  return { query, args, failure, companions: [] }
 }
 
-/** Runs an insertion and returns its row. */
-export async function insert<Row, Args extends Scalar[]> ({ query, args, failure }: Insertion<Row, Args>): Promise<Row> {
+// The statements of INSERTs with companions, by INSERT and by the companions' SQL.
+const composedStatements = new WeakMap<object, Map<string, Statement<unknown>>>()
+
+/**
+ * The statement that runs the insertion's INSERT and its companions, and these ones too, and
+ * its values: `with created as (INSERT … RETURNING …), <companion>, … select * from created`.
+ * Made once for each INSERT and SQL of companions, and named after a digest of its text.
+ */
+export function composed<Row, Args extends Scalar[]> ({ query, args, companions }: Insertion<Row, Args>, more: Companion[] = []): { statement: Statement<Row>, values: Scalar[] } {
+  const values = query.values(args)
+  const ctes: string[] = []
+  for (const companion of [...companions, ...more]) {
+    ctes.push(companion.cte(values.length + 1))
+    values.push(...companion.values)
+  }
+  const text = `with created as (${query.text}), ${ctes.join(', ')} select * from created`
+  let statements = composedStatements.get(query)
+  if (statements === undefined) composedStatements.set(query, statements = new Map())
+  let statement = statements.get(text)
+  if (statement === undefined) {
+    statement = new Statement(`composed-${createHash('sha256').update(text).digest('base64url').slice(0, 16)}`, text, query.makeRow)
+    statements.set(text, statement)
+  }
+  return { statement: statement as Statement<Row>, values }
+}
+
+/** Runs an insertion, with its companions, and returns its row. */
+export async function insert<Row, Args extends Scalar[]> (insertion: Insertion<Row, Args>): Promise<Row> {
   try {
-    return (await query(args)).rows[0]!
+    if (insertion.companions.length === 0) return (await insertion.query(insertion.args)).rows[0]!
+    const { statement, values } = composed(insertion)
+    return (await runOnPool(insertion.query.pool, statement, values)).rows[0]!
   } catch (error) {
-    throw failure(error)
+    throw insertion.failure(error)
   }
 }
 
@@ -126,5 +170,5 @@ export function prepare<Args extends Scalar[], Row> (
       await client.releaseConnection(connection)
     }
   }
-  return Object.assign(run, { text: sql, values, makeRow })
+  return Object.assign(run, { text: sql, values, makeRow, pool })
 }

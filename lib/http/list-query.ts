@@ -123,8 +123,11 @@ export function sortValues (fields: ListFields): string[] {
  * The query string of a list: paging, `sort`, `count`, `cursor`, and a filter parameter per
  * field. Arrays are sent comma-separated (lib/http/validation.ts splits them).
  */
-export function listQuerySchema (fields: ListFields) {
+export function listQuerySchema (fields: ListFields, defaultSort?: readonly string[]) {
   const sortable = sortValues(fields)
+  const unsorted = defaultSort === undefined
+    ? 'Without it, id order.'
+    : `Without it (and without \`after\`, which pages in id order), \`${defaultSort.join(',')}\`.`
   return Type.Object({
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'How many records at the most' })),
     after: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ID, description: 'In id order (no `sort`): the records whose id is greater than this (keyset paging)' })),
@@ -133,7 +136,7 @@ export function listQuerySchema (fields: ListFields) {
       minItems: 1,
       maxItems: sortable.length / 2,
       uniqueItems: true,
-      description: 'The order, comma-separated (`-dob,name`); a leading `-` sorts descending. Records tied on every field given follow in id order, in the direction of the last. Without it, id order.'
+      description: 'The order, comma-separated (`-dob,name`); a leading `-` sorts descending. Records tied on every field given follow in id order, in the direction of the last. ' + unsorted
     })),
     count: Type.Optional(Type.Unsafe<'exact' | 'estimated'>({
       type: 'string',
@@ -151,7 +154,7 @@ export type ListQuery = Record<string, unknown> & { limit?: number, after?: numb
  * The list's request from its validated query string. A cursor is signed with `secret`: one
  * that was altered, or made for other filters or another sort, gets 400.
  */
-export function listRequest (scope: string, fields: ListFields, query: ListQuery, secret: KeyObject): ListRequest {
+export function listRequest (scope: string, fields: ListFields, query: ListQuery, secret: KeyObject, defaultSort?: readonly string[]): ListRequest {
   const filters: Filter[] = []
   for (const [name, field] of Object.entries(fields)) {
     const operators = query[name] as Record<string, Filter['value']> | undefined
@@ -161,7 +164,8 @@ export function listRequest (scope: string, fields: ListFields, query: ListQuery
       if (value !== undefined) filters.push({ field: name, operator, value })
     }
   }
-  const sort = (query.sort ?? []).map(value => value.startsWith('-')
+  // A list's own default order, unless `after` asks for id order.
+  const sort = (query.sort ?? (query.after === undefined ? defaultSort : undefined) ?? []).map(value => value.startsWith('-')
     ? { field: value.slice(1), descending: true }
     : { field: value, descending: false })
   if (new Set(sort.map(key => key.field)).size < sort.length) throw new InvalidFields({ sort: ['names a field twice'] }, 'query string')

@@ -22,6 +22,14 @@ export interface Config {
   idempotencyTtlSeconds: number
   /** Updates and deletes without If-Match are refused (428). */
   requireIfMatch: boolean
+  audit: AuditConfig
+}
+
+export interface AuditConfig {
+  /** Whether changes write audit entries (AUDIT_LOG=off is for measuring what the log costs). */
+  enabled: boolean
+  /** Entries older than this are swept, in seconds. */
+  retentionSeconds: number
 }
 
 /** Every limit in time, in milliseconds. */
@@ -257,6 +265,10 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
       slowRequest: milliseconds(env, 'SLOW_REQUEST', 1_000)
     },
     idempotencyTtlSeconds: duration(env, 'IDEMPOTENCY_TTL', 86_400),
-    requireIfMatch: flag(env, 'REQUIRE_IF_MATCH', false)
+    requireIfMatch: flag(env, 'REQUIRE_IF_MATCH', false),
+    audit: {
+      enabled: oneOf(env, 'AUDIT_LOG', 'on', ['on', 'off']) === 'on',
+      retentionSeconds: duration(env, 'AUDIT_RETENTION', 365 * 86_400)
+    }
   }
 }

@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { apiKeyHash, apiKeyPrefix, newApiKey } from '../../lib/auth/api-keys.js'
 import { LastUse } from '../../lib/auth/last-use.js'
@@ -55,9 +56,9 @@ function createApiKeysRepository (database: Database, cache: CallerCache, cacheS
 
   return {
     /** Makes a key: its record, and its secret, which nothing keeps. */
-    async create (userId: number, key: { name: string, permissions: string[], expiresAt: string | undefined }): Promise<{ record: ApiKeyRecord, secret: string }> {
+    async create (userId: number, key: { name: string, permissions: string[], expiresAt: string | undefined }, trx: Knex = knex): Promise<{ record: ApiKeyRecord, secret: string }> {
       const secret = newApiKey()
-      const [record] = await knex('api_keys').insert({
+      const [record] = await trx('api_keys').insert({
         user_id: userId,
         name: key.name,
         prefix: apiKeyPrefix(secret),
@@ -80,10 +81,10 @@ function createApiKeysRepository (database: Database, cache: CallerCache, cacheS
     },
 
     /** Revokes the key, at once on this instance, on the others by notification: the key as it was, or undefined if it was revoked already. */
-    async revoke (id: number): Promise<ApiKeyRecord | undefined> {
-      const [revoked] = await knex('api_keys').where('id', id).whereNull('revoked_at')
-        .update({ revoked_at: knex.fn.now() }).returning(knex.raw(KEY_COLUMNS))
-      cache.afterCommit(knex, callers => callers.forgetKey(id))
+    async revoke (id: number, trx: Knex = knex): Promise<ApiKeyRecord | undefined> {
+      const [revoked] = await trx('api_keys').where('id', id).whereNull('revoked_at')
+        .update({ revoked_at: trx.fn.now() }).returning(trx.raw(KEY_COLUMNS))
+      cache.afterCommit(trx, callers => callers.forgetKey(id))
       return revoked as ApiKeyRecord | undefined
     },
 

@@ -2,7 +2,7 @@ import { createHash, createHmac, createSecretKey } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
-import { insert, runOnPool, type Insertion, type PreparedQuery } from '../../lib/db/prepared-query.js'
+import { composed, insert, runOnPool, type Companion, type Insertion, type PreparedQuery } from '../../lib/db/prepared-query.js'
 import { recordFields } from '../../lib/db/record-text.js'
 import { Statement, type Scalar } from '../../lib/db/statement-query.js'
 
@@ -41,7 +41,6 @@ const SWEEP_BATCH = 10_000
 const SWEEP_EVERY_MS = 60_000
 
 interface StoredAnswer { status: number, headers: Record<string, string>, body: string }
-interface KeptStatement<Row> { mark: string, statement: Statement<Row> }
 interface KeptRecord { fingerprint: string, live: boolean, record: string | null, status: number, headers: Record<string, string> | null, body: string | null }
 
 // One statement, one round trip: the key's lock, taken without waiting (a repeat while the
@@ -69,11 +68,11 @@ const KEEP = `
 // record, and it is then answered from the kept row. The row is kept behind the statement's
 // own mark, so that a version of the service whose INSERT returns other columns does not read
 // it as its own.
-const keptBy = (insertSql: string, n: number, mark: string) => `
-  with created as (${insertSql}),
-  kept as (insert into idempotency_keys (scope, key, fingerprint, status, record, expires_at)
-    select $${n + 1}, $${n + 2}, $${n + 3}, 201, '${mark} ' || created::text, now() + make_interval(secs => $${n + 4}) from created)
-  select * from created`
+const keptBy = (mark: string, values: Scalar[]): Companion => ({
+  cte: first => `kept as (insert into idempotency_keys (scope, key, fingerprint, status, record, expires_at)
+    select $${first}, $${first + 1}, $${first + 2}, 201, '${mark} ' || created::text, now() + make_interval(secs => $${first + 3}) from created)`,
+  values
+})
 
 const FIND = `select fingerprint, expires_at > now() as live, record, status, headers, body
   from idempotency_keys where scope = $1 and key = $2`
@@ -109,8 +108,13 @@ export default fp(async (fastify) => {
 
   const find = new Statement<KeptRecord>('idempotency.find', FIND)
   const dropExpired = new Statement<never>('idempotency.drop-expired', DROP_EXPIRED)
-  // One statement per INSERT, made the first time a key comes with it.
-  const keptStatements = new WeakMap<object, KeptStatement<unknown>>()
+  // The mark of each INSERT: a digest of its SQL, which names the columns it returns.
+  const marks = new WeakMap<object, string>()
+  function markOf (query: PreparedQuery<never, unknown>): string {
+    let mark = marks.get(query)
+    if (mark === undefined) marks.set(query, mark = createHash('sha256').update(query.text).digest('base64url').slice(0, 12))
+    return mark
+  }
 
   /** Sends an answer as it was kept: serialized already. */
   function sendSerialized (reply: FastifyReply, { status, headers, body }: StoredAnswer): FastifyReply {
@@ -133,18 +137,6 @@ export default fp(async (fastify) => {
   }
   const keptByAnotherVersion = () => fastify.httpErrors.unprocessableEntity('This Idempotency-Key\'s answer was kept by another version of this service, which created the record: use a new key for a new request')
   const otherRequest = () => fastify.httpErrors.unprocessableEntity('This Idempotency-Key was used with another request: use a new key for a new request')
-
-  /** The statement of an INSERT that also keeps a key; `n`, the INSERT's own parameters. */
-  function keptStatement<Row> (query: PreparedQuery<never, Row>, n: number): KeptStatement<Row> {
-    let kept = keptStatements.get(query)
-    if (kept === undefined) {
-      // The mark is the INSERT's own: a digest of its SQL, which names the columns it returns.
-      const mark = createHash('sha256').update(query.text).digest('base64url').slice(0, 12)
-      kept = { mark, statement: new Statement(`idempotency.insert-${mark}`, keptBy(query.text, n, mark), query.makeRow) }
-      keptStatements.set(query, kept)
-    }
-    return kept as KeptStatement<Row>
-  }
 
   fastify.decorateRequest('createOnce', async function (this: FastifyRequest, reply: FastifyReply, create: (db: Knex) => Promise<Created>) {
     const key = keyOf(this)
@@ -177,15 +169,14 @@ export default fp(async (fastify) => {
     const sendRow = (row: Row) => sendCreated(reply, answer(row))
     const key = keyOf(this)
     if (key === undefined) return sendRow(await this.guardWrite(() => insert(insertion)))
-    const values = insertion.query.values(insertion.args)
-    const { mark, statement } = keptStatement(insertion.query, values.length)
     const scope = scopeOf(this)
     const print = fingerprint(this)
-    const keyValues = [scope, key, print, ttlSeconds]
+    const mark = markOf(insertion.query as PreparedQuery<never, unknown>)
+    const { statement, values } = composed(insertion, [keptBy(mark, [scope, key, print, ttlSeconds])])
     return this.guardWrite(async () => {
       // A second attempt only once an expired key's row has gone.
       for (let attempt = 1; ; attempt++) {
-        const outcome = await runOnPool(fastify.pgPool, statement, [...values, ...keyValues])
+        const outcome = await runOnPool(fastify.pgPool, statement, values)
           .then(({ rows }) => ({ row: rows[0]! }), (error: unknown) => ({ failure: error }))
         if ('row' in outcome) return sendRow(outcome.row)
         const { failure } = outcome

@@ -23,6 +23,12 @@ export interface SessionRecord {
   ip: string | null
 }
 
+/** A session a statement ended, and whose it was. */
+export type EndedSession = SessionRecord & { user_id: number }
+
+/** What is written with the end of a session a refresh token spent again ended, in its transaction: its audit entry. */
+export type OnReuse = (trx: Knex, ended: EndedSession) => Promise<void>
+
 /** What an access token of a session is made of: whose it is, and until when the session holds. */
 export interface LiveSession {
   id: number
@@ -118,12 +124,20 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     .update({ last_used_at: knex.fn.now() }))
 
   /** Ends the sessions the query finds, at once on this instance, on the others by notification. */
-  async function end (trx: Knex, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<SessionRecord[]> {
-    const ended: SessionRecord[] = await where(trx('sessions').whereNull('ended_at'))
+  async function end (trx: Knex, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<EndedSession[]> {
+    const ended: EndedSession[] = await where(trx('sessions').whereNull('ended_at'))
       .update({ ended_at: trx.fn.now(), end_reason: reason })
-      .returning(trx.raw(SESSION_COLUMNS))
+      .returning(trx.raw(`${SESSION_COLUMNS}, user_id`))
     cache.afterCommit(trx, callers => { for (const session of ended) callers.forgetSession(session.id) })
     return ended
+  }
+
+  /** Ends the session a refresh token spent again is of, with `onReuse`'s writes. */
+  async function endReused (sessionId: number, onReuse: OnReuse): Promise<void> {
+    await knex.transaction(async trx => {
+      const [ended] = await end(trx, qb => qb.where('id', sessionId), 'refresh token reused')
+      if (ended) await onReuse(trx, ended)
+    })
   }
 
   return {
@@ -155,7 +169,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
      * statement; or tells what else the token is. A token spent within the grace is answered
      * as it was (`repeated`); spent before that, it is a reuse, and its session ends.
      */
-    async refresh (token: string, successor: string): Promise<Refresh> {
+    async refresh (token: string, successor: string, onReuse: OnReuse): Promise<Refresh> {
       const hash = refreshHash(token)
       const { rows: [spent] } = await statements.spend([hash.toString('hex'), refreshHash(successor).toString('hex'), refreshTtlSeconds])
       if (spent) return { outcome: 'spent', session: live(spent), issuedAt: spent.issued_at }
@@ -174,7 +188,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       if (!known.session_live) return { outcome: 'ended' }
       if (!known.spent) return { outcome: 'expired' }
       if (known.within_grace) return { outcome: 'repeated', session: live(known), issuedAt: known.issued_at }
-      await end(knex, qb => qb.where('id', known.id), 'refresh token reused')
+      await endReused(known.id, onReuse)
       return { outcome: 'reused' }
     },
 
@@ -183,12 +197,12 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
      * back by a limit still looks: else whoever holds a stolen session's live token could keep
      * the limit reached, and the victim's spent token would get 429, never ending the session.
      */
-    async endIfReused (token: string): Promise<boolean> {
+    async endIfReused (token: string, onReuse: OnReuse): Promise<boolean> {
       const { rows: [reused] } = await knex.raw<{ rows: { id: number }[] }>(`
         select session_id::float8 as id from refresh_tokens
         where hash = ? and spent_at is not null and now() - spent_at > make_interval(secs => ?)`, [refreshHash(token), refreshReuseGraceSeconds])
       if (!reused) return false
-      await end(knex, qb => qb.where('id', reused.id), 'refresh token reused')
+      await endReused(reused.id, onReuse)
       return true
     },
 
@@ -199,9 +213,9 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     },
 
     /** Ends this session of the user's, if it is one and live: the session as it was, or undefined. */
-    async endOne (userId: number, sessionId: number, reason: EndReason): Promise<SessionRecord | undefined> {
+    async endOne (userId: number, sessionId: number, reason: EndReason, trx: Knex = knex): Promise<EndedSession | undefined> {
       if (!Number.isSafeInteger(sessionId)) return undefined
-      const [ended] = await end(knex, qb => qb.where({ id: sessionId, user_id: userId }).whereRaw('expires_at > now()'), reason)
+      const [ended] = await end(trx, qb => qb.where({ id: sessionId, user_id: userId }).whereRaw('expires_at > now()'), reason)
       return ended
     },
 

@@ -143,12 +143,10 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
     },
 
     /** This token stops working; the revocations past their token's expiry are dropped meanwhile. */
-    async revokeToken (jti: string, expiresAt: Date): Promise<void> {
-      await knex.transaction(async trx => {
-        await trx('revoked_tokens').where('expires_at', '<', trx.fn.now()).delete()
-        await trx('revoked_tokens').insert({ jti, expires_at: expiresAt }).onConflict('jti').ignore()
-      })
-      cache.forgetToken(jti)
+    async revokeToken (jti: string, expiresAt: Date, trx: Knex): Promise<void> {
+      await trx('revoked_tokens').where('expires_at', '<', trx.fn.now()).delete()
+      await trx('revoked_tokens').insert({ jti, expires_at: expiresAt }).onConflict('jti').ignore()
+      cache.afterCommit(trx, callers => callers.forgetToken(jti))
     },
 
     /**

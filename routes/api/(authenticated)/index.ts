@@ -9,12 +9,14 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ schemas: accountSharedSchemas })
   fastify.get('/logout', { schema: accountSchemas.logout, onRequest: fastify.refuseKeys }, async (request) => {
     const { id, jti, exp, sessionId } = request.user
-    await request.guardWrite(async () => {
-      if (request.query.scope === 'all') await fastify.usersRepository.endAllSessions(id)
-      else if (sessionId !== undefined) await fastify.sessionsRepository.endOne(id, sessionId, 'logout')
+    const all = request.query.scope === 'all'
+    await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      if (all) await fastify.usersRepository.endAllSessions(id, trx)
+      else if (sessionId !== undefined) await fastify.sessionsRepository.endOne(id, sessionId, 'logout', trx)
       // A token of no session, issued before sessions were.
-      else await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000))
-    })
+      else await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000), trx)
+      await request.audit(trx, { action: 'logout', resource: 'session', id: sessionId ?? null, after: { user_id: id, scope: all ? 'all' : 'this session' } })
+    }))
     return { success: true as const, data: null, message: 'Logged out' }
   })
 
@@ -53,8 +55,10 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       ? undefined
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
     await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      await usersRepository.update(id, { name, email, passwordHash }, trx)
+      const before = await usersRepository.find(id, trx)
+      const after = await usersRepository.update(id, { name, email, passwordHash }, trx)
       if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
+      await request.audit(trx, { action: 'update', resource: 'user', id, before, after, secrets: passwordHash === undefined ? [] : ['password'] })
     }))
     const profile = await usersRepository.profile(id)
     return reply.sendTagged(contentTag(JSON.stringify(profile)), { success: true as const, data: profile!, message: 'Profile updated' })

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
+import type { EndedSession } from '../../../plugins/app/sessions-repository.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import { accessTokenId, REFRESH_TOKEN, refreshSecret, successorOf } from '../../../lib/auth/refresh-tokens.js'
 import { authSchemas, authTag } from './schema.js'
@@ -26,6 +28,9 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: authTag })
   const { usersRepository, rolesRepository, sessionsRepository } = fastify
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
+  // The audit entry of a session a refresh token spent again ended: whoever presented it is unknown.
+  const auditReuse = (request: FastifyRequest) => (trx: Knex, ended: EndedSession) =>
+    request.audit(trx, { action: 'refresh-reuse', resource: 'session', id: ended.id, after: { user_id: ended.user_id, end_reason: 'refresh token reused' } })
 
   // Login counts its attempt in the statement that looks the user up (register, in a hook,
   // before validation): a malformed body, answered 400 without a hash, is not counted.
@@ -40,10 +45,17 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const matches = await fastify.passwords.verify(user?.password, password, () => reply.sent || request.socket.destroyed)
     if (matches === undefined) return // nothing to answer, nor anyone to answer it to
     if (!matches) {
+      // Alike for an unknown address and a wrong password, as the answer is.
+      await request.audit(fastify.knex, { action: 'login-failed', resource: 'session', id: null, after: { email, user_id: user?.id ?? null } })
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw fastify.httpErrors.unauthorized('These credentials do not match our records')
     }
-    const { session, refreshToken, issuedAt } = await request.guardWrite(() => sessionsRepository.start(fastify.knex, user!.id, client(request)))
+    const { session, refreshToken, issuedAt } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      const started = await sessionsRepository.start(trx, user!.id, client(request))
+      const sessionId = started.session.id
+      await request.audit(trx, { action: 'login', resource: 'session', id: sessionId, after: { user_id: user!.id, ip: request.ip, user_agent: request.headers['user-agent'] ?? null }, actor: { id: user!.id, sessionId } })
+      return started
+    }))
     return { success: true as const, ...fastify.sessionTokens(session, refreshToken, issuedAt) }
   })
 
@@ -53,8 +65,11 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     return request.createOnce(reply, async db => {
       const { user, started } = await db.transaction(async trx => {
         const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
-        const user = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
-        return { user, started: await sessionsRepository.start(trx, user.id, client(request)) }
+        const { token_generation: _, ...user } = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+        const started = await sessionsRepository.start(trx, user.id, client(request))
+        // Who registers acts as themselves, in the session they start.
+        await request.audit(trx, { action: 'create', resource: 'user', id: user.id, after: user, actor: { id: user.id, sessionId: started.session.id } })
+        return { user, started }
       })
       const tokens = fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt)
       return { body: { success: true as const, ...tokens, message: 'Registered' }, location: `/api/users/${user.id}` }
@@ -73,13 +88,13 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       attempt.check(reply, counts)
     } catch (limited) {
-      if (!await request.guardWrite(() => sessionsRepository.endIfReused(token))) throw limited
+      if (!await request.guardWrite(() => sessionsRepository.endIfReused(token, auditReuse(request)))) throw limited
       reply.removeHeader('retry-after')
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw fastify.httpErrors.unauthorized(REFUSED.reused)
     }
     const refresh = REFRESH_TOKEN.test(token)
-      ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors)))
+      ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors), auditReuse(request)))
       : { outcome: 'unknown' as const }
     if (refresh.outcome === 'spent' || refresh.outcome === 'repeated') {
       const successor = successorOf(token, successors)

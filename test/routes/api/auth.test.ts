@@ -130,7 +130,7 @@ t.test('a logout holds across a restart of the app', async t => {
   t.equal((await restarted.inject({ url: '/api/profile', headers: bearer(token) })).statusCode, 401)
 })
 
-t.test('profile lists the caller\'s roles and permissions; permissions lists all twelve', async t => {
+t.test('profile lists the caller\'s roles and permissions; permissions lists all thirteen', async t => {
   const app = await build(t)
   const { token, id, email } = await userWithRoles(app, ['Admin', 'User'])
 
@@ -139,17 +139,18 @@ t.test('profile lists the caller\'s roles and permissions; permissions lists all
     t.equal(res.statusCode, 200)
     const profile = res.json().data
     t.match(profile, { id, email, name: 'Test User', roles: ['Admin', 'User'] })
-    t.equal(profile.permissions.length, 12)
+    t.equal(profile.permissions.length, 13)
     t.same(Object.keys(profile).sort(), ['created_at', 'email', 'id', 'name', 'permissions', 'roles', 'updated_at'])
   })
 
-  await t.test('permissions lists all twelve, in order, to a user with no role', async t => {
+  await t.test('permissions lists all thirteen, in order, to a user with no role', async t => {
     const permissions = await app.inject({ url: '/api/permissions', headers: bearer((await userWithRoles(app, [])).token) })
     t.equal(permissions.statusCode, 200)
     t.same(permissions.json().data.map((p: { name: string }) => p.name), [
       'client-list', 'client-create', 'client-edit', 'client-delete',
       'role-list', 'role-create', 'role-edit', 'role-delete',
-      'user-list', 'user-create', 'user-edit', 'user-delete'
+      'user-list', 'user-create', 'user-edit', 'user-delete',
+      'audit-list'
     ])
   })
 

@@ -23,7 +23,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: clientSchemas.store, onRequest: fastify.can('client-create') }, async (request, reply) => {
-    return request.insertOnce(reply, repository.insertion(request.body), client =>
+    return request.insertOnce(reply, request.audited(repository.insertion(request.body), 'client'), client =>
       ({ body: { success: true as const, data: client, message: 'Client created' }, location: `${fastify.prefix}/${client.id}`, etag: versionTag(client.version) }))
   })
 
@@ -36,7 +36,12 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
       handler: async (request, reply) => {
         const { id } = request.params
         const tags = request.ifMatch()
-        const client = await request.guardWrite(() => repository.update(id, request.body, allowedVersions(tags)))
+        const client = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+          const before = await repository.lock(id, trx)
+          const after = before && await repository.update(id, request.body, allowedVersions(tags), trx)
+          if (after) await request.audit(trx, { action: 'update', resource: 'client', id, before, after })
+          return after
+        }))
         if (!client) throw await unwritten(tags, () => repository.currentTag(id), () => notFound(id))
         return reply.header('etag', versionTag(client.version)).send({ success: true as const, data: client, message: 'Client updated' })
       }
@@ -46,7 +51,11 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/:id', { schema: clientSchemas.destroy, onRequest: fastify.can('client-delete') }, async (request) => {
     const { id } = request.params
     const tags = request.ifMatch()
-    const client = await request.guardWrite(() => repository.remove(id, allowedVersions(tags)))
+    const client = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      const deleted = await repository.remove(id, allowedVersions(tags), trx)
+      if (deleted) await request.audit(trx, { action: 'delete', resource: 'client', id, before: deleted })
+      return deleted
+    }))
     if (!client) throw await unwritten(tags, () => repository.currentTag(id), () => notFound(id))
     return { success: true as const, data: client, message: 'Client deleted' }
   })

@@ -24,6 +24,12 @@ export function clientsRepository (database: Database) {
       return insertion(create, [name, vatNumber, street, city, postCode, email])
     },
 
+    /** The client as it stands, locked until `trx` ends: what its audit entry tells it was. */
+    async lock (id: number, trx: Knex): Promise<Client | undefined> {
+      if (id > MAX_ID) return undefined
+      return live(trx).where({ id }).forUpdate().first(COLUMNS)
+    },
+
     /** The client as changed; undefined if there is none with this id at one of `versions` (any, without). */
     async update (id: number, changes: Partial<ClientInput>, versions?: string[], trx: Knex = knex): Promise<Versioned<Client> | undefined> {
       if (id > MAX_ID) return undefined

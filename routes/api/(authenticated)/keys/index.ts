@@ -34,7 +34,11 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     if (expiresAt !== undefined && !(Date.parse(expiresAt) > Date.now())) throw new InvalidFields({ expires_at: ['must be in the future'] })
     const lacking = permissions.filter(permission => !request.user.permissions.has(permission))
     if (lacking.length > 0) throw forbidden(`A key cannot hold permissions you lack: ${lacking.join(', ')}`)
-    const { record, secret } = await request.guardWrite(() => apiKeysRepository.create(request.user.id, { name, permissions, expiresAt }))
+    const { record, secret } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      const made = await apiKeysRepository.create(request.user.id, { name, permissions, expiresAt }, trx)
+      await request.audit(trx, { action: 'create', resource: 'key', id: made.record.id, after: made.record })
+      return made
+    }))
     reply.code(201).header('location', fastify.prefix)
     return { success: true as const, data: record, secret, message: 'API key made: its secret is shown this once' }
   })
@@ -44,7 +48,11 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     const key = await apiKeysRepository.find(request.params.id)
     if (!key) throw missing()
     await mayManage(request, key.user_id, missing)
-    const revoked = await request.guardWrite(() => apiKeysRepository.revoke(key.id))
+    const revoked = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      const was = await apiKeysRepository.revoke(key.id, trx)
+      if (was) await request.audit(trx, { action: 'revoke', resource: 'key', id: was.id, before: was })
+      return was
+    }))
     /* c8 ignore next -- revoked by another request between the look-up and the revoke */
     if (!revoked) throw missing()
     return { success: true as const, data: revoked, message: 'API key revoked' }

@@ -54,7 +54,9 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     return request.createOnce(reply, async db => {
       const role = await db.transaction(async trx => {
         const permissionIds = await changeable(request.body.permission, [], request.user.permissions, trx)
-        return repository.create(request.body.name, permissionIds, trx)
+        const created = await repository.create(request.body.name, permissionIds, trx)
+        await request.audit(trx, { action: 'create', resource: 'role', id: created.id, after: created })
+        return created
       })
       return { body: { success: true as const, data: role, message: 'Role created' }, location: `${fastify.prefix}/${role.id}`, etag: roleTag(role) }
     })
@@ -81,7 +83,9 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
             if (permission && before.some(p => !permission.includes(p))) throw conflict('The Admin role cannot lose a permission')
           }
           const permissionIds = await changeable(permission ?? before, before, request.user.permissions, trx)
-          return repository.update(id, { name, permissionIds: permission && permissionIds }, trx)
+          const updated = await repository.update(id, { name, permissionIds: permission && permissionIds }, trx)
+          await request.audit(trx, { action: 'update', resource: 'role', id, before: current, after: updated })
+          return updated
         }))
         return reply.header('etag', roleTag(role)).send({ success: true as const, data: role, message: 'Role updated' })
       }
@@ -100,6 +104,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       // Deleting a role takes its permissions from its holders: the caller must hold them all.
       await changeable([], current.permissions.map(p => p.name), request.user.permissions, trx)
       await repository.remove(id, trx)
+      await request.audit(trx, { action: 'delete', resource: 'role', id, before: current })
       return current
     }))
     return { success: true as const, data: role, message: 'Role deleted' }

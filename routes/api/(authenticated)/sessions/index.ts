@@ -16,9 +16,14 @@ const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.delete('/:id', { schema: sessionSchemas.destroy }, async (request) => {
     const { id, sessionId } = request.user
-    const ended = await request.guardWrite(() => sessionsRepository.endOne(id, request.params.id, 'ended by its user'))
+    const ended = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      const session = await sessionsRepository.endOne(id, request.params.id, 'ended by its user', trx)
+      if (session) await request.audit(trx, { action: 'end', resource: 'session', id: session.id, after: { user_id: id, end_reason: 'ended by its user' } })
+      return session
+    }))
     if (!ended) throw fastify.httpErrors.notFound(`Session ${request.params.id} not found`)
-    return { success: true as const, data: { ...ended, current: ended.id === sessionId }, message: 'Session ended' }
+    const { user_id: _, ...session } = ended
+    return { success: true as const, data: { ...session, current: ended.id === sessionId }, message: 'Session ended' }
   })
 }
 

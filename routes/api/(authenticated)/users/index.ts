@@ -73,7 +73,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     return request.createOnce(reply, async db => {
       const { token_generation: _, ...user } = await db.transaction(async trx => {
         const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
-        return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
+        const created = await usersRepository.create({ name, email, passwordHash, roleIds }, trx)
+        const { token_generation: _, ...user } = created
+        await request.audit(trx, { action: 'create', resource: 'user', id: user.id, after: user })
+        return created
       })
       return { body: { success: true as const, data: user, message: 'User created' }, location: `${fastify.prefix}/${user.id}`, etag: userTag(user) }
     })
@@ -107,6 +110,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
             const { id: callerId, jti, exp, sessionId } = request.user
             await usersRepository.endAllSessions(id, trx, callerId === id ? { jti, expiresAt: new Date(exp * 1000), sessionId } : undefined)
           }
+          await request.audit(trx, { action: 'update', resource: 'user', id, before: current, after: updated, secrets: passwordHash === undefined ? [] : ['password'] })
           return updated
         }))
         return reply.header('etag', userTag(user)).send({ success: true as const, data: user, message: 'User updated' })
@@ -125,6 +129,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       await mayActOn(id, request.user.permissions, 'delete', trx)
       await usersRepository.remove(id, trx)
       if (current.roles.some(role => role.name === ADMIN_ROLE)) await keepAnAdmin(trx)
+      await request.audit(trx, { action: 'delete', resource: 'user', id, before: current })
       return current
     }))
     return { success: true as const, data: user, message: 'User deleted' }

@@ -30,6 +30,8 @@ const UNAUTHENTICATED = 'service, student GET by id, same rounds'
 const POSTGRES_JS = 'ceiling, postgres.js'
 /** The service answering the authenticated GET with an API key, in the same rounds. */
 const KEYED = 'service, API key'
+/** The service writing no audit log, for what the log costs a write. */
+const UNAUDITED = 'service, audit log off'
 /** The service answering refreshes in the login's rounds. */
 const REFRESH = 'service, token refresh, same rounds'
 const chosen = (scenario: string) => (process.env.BENCH_ONLY ?? '').split('|').some(part => scenario.includes(part))
@@ -91,6 +93,8 @@ try {
   servers.push(quiet)
   const workers = await start('service, 2 workers', ['dist/server.js'], { ...env, WORKERS: '2' })
   servers.push(workers)
+  const unaudited = await start(UNAUDITED, ['dist/server.js'], { ...env, AUDIT_LOG: 'off' })
+  servers.push(unaudited)
   const bareEnv = { ...env, DB_POOL_MAX: '10' }
   const ceiling = await start('ceiling', ['--import', 'tsx', 'bench/servers/ceiling.ts'], bareEnv)
   const postgresCeiling = await start(POSTGRES_JS, ['--import', 'tsx', 'bench/servers/ceiling-postgres.ts'], bareEnv)
@@ -100,6 +104,7 @@ try {
   let n = 0
   const randomId = (max: number) => 1 + Math.floor(Math.random() * max)
   const newStudent = () => JSON.stringify({ name: 'New Student', email: `new${++n}-${process.pid}@example.com`, age: 30, dob: '1995-05-05' })
+  const newClient = () => JSON.stringify({ name: `Client ${++n}`, vat_number: '5252248481', street: 'ul. Prosta 1', city: 'Warszawa', post_code: '00-850', email: `office${n}@example.com` })
   // Seeded student n has id n and the address studentn@example.com, which a PUT keeps.
   const wholeStudent = (id: number) => JSON.stringify({ name: 'Renamed', email: `student${id}@example.com`, age: 40, dob: '1985-05-05' })
   const studentById = (): Request => ({ method: 'GET', path: `/students/${randomId(STUDENTS)}` })
@@ -123,6 +128,8 @@ try {
     { name: 'student PATCH age', targets: [service], next: () => ({ method: 'PATCH', path: `/students/${randomId(STUDENTS)}`, body: '{"age":44}' }) },
     { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }, { server: service, name: KEYED, next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: byKey }) }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
+    // An audited create beside the same create by a service that writes no audit log.
+    { name: 'client POST (auth)', targets: [service, unaudited], next: () => ({ method: 'POST', path: '/api/clients', body: newClient(), headers: auth }) },
     { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
     // A refresh beside the logins, in the same rounds: it costs no password hash.
     { name: 'login', targets: [service, ceiling, { server: service, name: REFRESH, next: nextRefresh }], next: () => ({ method: 'POST', path: '/api/login', body: JSON.stringify({ email: 'bench@example.com', password }) }) },
@@ -283,6 +290,7 @@ try {
     'PUT with a matching If-Match ÷ PUT without': paired('student PUT with a matching If-Match', 'service', 'service, student PUT without If-Match'),
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'API key GET ÷ student GET by id': paired('client GET by id (auth)', KEYED, UNAUTHENTICATED),
+    'client POST with auditing ÷ without': paired('client POST (auth)', 'service', UNAUDITED),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),
     'refresh ÷ login': paired('login', REFRESH, 'service'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),

@@ -28,6 +28,8 @@ export interface PreparedQuery<Args extends Scalar[], Row> {
  * (plugins/app/idempotency.ts). Both commit with the INSERT, or neither does.
  */
 export interface Companion {
+  /** Tells its SQL apart from other companions': the same name, the same SQL. */
+  name: string
   /** The CTE, `name as (…)`, its parameters numbered from `$first`; its text is the same for every request. */
   cte: (first: number) => string
   values: Scalar[]
@@ -57,22 +59,26 @@ const composedStatements = new WeakMap<object, Map<string, Statement<unknown>>>(
 /**
  * The statement that runs the insertion's INSERT and its companions, and these ones too, and
  * its values: `with created as (INSERT … RETURNING …), <companion>, … select * from created`.
- * Made once for each INSERT and SQL of companions, and named after a digest of its text.
+ * Made once for each INSERT and names of companions, and named after a digest of its text.
  */
 export function composed<Row, Args extends Scalar[]> ({ query, args, companions }: Insertion<Row, Args>, more: Companion[] = []): { statement: Statement<Row>, values: Scalar[] } {
+  const all = more.length === 0 ? companions : [...companions, ...more]
   const values = query.values(args)
-  const ctes: string[] = []
-  for (const companion of [...companions, ...more]) {
-    ctes.push(companion.cte(values.length + 1))
-    values.push(...companion.values)
-  }
-  const text = `with created as (${query.text}), ${ctes.join(', ')} select * from created`
+  for (const companion of all) values.push(...companion.values)
   let statements = composedStatements.get(query)
   if (statements === undefined) composedStatements.set(query, statements = new Map())
-  let statement = statements.get(text)
+  const names = all.map(companion => companion.name).join(' ')
+  let statement = statements.get(names)
   if (statement === undefined) {
+    let first = query.values(args).length + 1
+    const ctes = all.map(companion => {
+      const cte = companion.cte(first)
+      first += companion.values.length
+      return cte
+    })
+    const text = `with created as (${query.text}), ${ctes.join(', ')} select * from created`
     statement = new Statement(`composed-${createHash('sha256').update(text).digest('base64url').slice(0, 16)}`, text, query.makeRow)
-    statements.set(text, statement)
+    statements.set(names, statement)
   }
   return { statement: statement as Statement<Row>, values }
 }

@@ -94,7 +94,7 @@ export default fp(async (fastify) => {
 
   fastify.decorateRequest('audited', function <Row, Args extends Scalar[]> (this: FastifyRequest, insertion: Insertion<Row, Args>, resource: AuditResource) {
     if (!enabled) return insertion
-    const entry: Companion = { cte: createdEntry, values: context(this, 'create', resource) }
+    const entry: Companion = { name: 'audited', cte: createdEntry, values: context(this, 'create', resource) }
     return { ...insertion, companions: [...insertion.companions, entry] }
   })
 

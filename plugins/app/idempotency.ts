@@ -69,6 +69,7 @@ const KEEP = `
 // own mark, so that a version of the service whose INSERT returns other columns does not read
 // it as its own.
 const keptBy = (mark: string, values: Scalar[]): Companion => ({
+  name: `kept ${mark}`,
   cte: first => `kept as (insert into idempotency_keys (scope, key, fingerprint, status, record, expires_at)
     select $${first}, $${first + 1}, $${first + 2}, 201, '${mark} ' || created::text, now() + make_interval(secs => $${first + 3}) from created)`,
   values

@@ -56,7 +56,7 @@ function createApiKeysRepository (database: Database, cache: CallerCache, cacheS
 
   return {
     /** Makes a key: its record, and its secret, which nothing keeps. */
-    async create (userId: number, key: { name: string, permissions: string[], expiresAt: string | undefined }, trx: Knex = knex): Promise<{ record: ApiKeyRecord, secret: string }> {
+    async create (userId: number, key: { name: string, permissions: string[], expiresAt: string | undefined }, trx: Knex): Promise<{ record: ApiKeyRecord, secret: string }> {
       const secret = newApiKey()
       const [record] = await trx('api_keys').insert({
         user_id: userId,
@@ -81,7 +81,7 @@ function createApiKeysRepository (database: Database, cache: CallerCache, cacheS
     },
 
     /** Revokes the key, at once on this instance, on the others by notification: the key as it was, or undefined if it was revoked already. */
-    async revoke (id: number, trx: Knex = knex): Promise<ApiKeyRecord | undefined> {
+    async revoke (id: number, trx: Knex): Promise<ApiKeyRecord | undefined> {
       const [revoked] = await trx('api_keys').where('id', id).whereNull('revoked_at')
         .update({ revoked_at: trx.fn.now() }).returning(trx.raw(KEY_COLUMNS))
       cache.afterCommit(trx, callers => callers.forgetKey(id))

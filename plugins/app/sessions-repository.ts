@@ -136,6 +136,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   async function endReused (sessionId: number, onReuse: OnReuse): Promise<void> {
     await knex.transaction(async trx => {
       const [ended] = await end(trx, qb => qb.where('id', sessionId), 'refresh token reused')
+      /* c8 ignore next -- the session ended already: by another request since the token's look-up, or by an earlier reuse */
       if (ended) await onReuse(trx, ended)
     })
   }
@@ -213,7 +214,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     },
 
     /** Ends this session of the user's, if it is one and live: the session as it was, or undefined. */
-    async endOne (userId: number, sessionId: number, reason: EndReason, trx: Knex = knex): Promise<EndedSession | undefined> {
+    async endOne (userId: number, sessionId: number, reason: EndReason, trx: Knex): Promise<EndedSession | undefined> {
       if (!Number.isSafeInteger(sessionId)) return undefined
       const [ended] = await end(trx, qb => qb.where({ id: sessionId, user_id: userId }).whereRaw('expires_at > now()'), reason)
       return ended

@@ -46,7 +46,8 @@ t.test('defaults, with the embedded database', async t => {
       slowRequest: 1_000
     },
     idempotencyTtlSeconds: 86_400,
-    requireIfMatch: false
+    requireIfMatch: false,
+    audit: { enabled: true, retentionSeconds: 365 * 86_400 }
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
   t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
@@ -153,6 +154,8 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/],
     [{ ...withDb, IDEMPOTENCY_TTL: '0' }, /^IDEMPOTENCY_TTL must be a positive duration/],
     [{ ...withDb, REQUIRE_IF_MATCH: 'yes' }, /^REQUIRE_IF_MATCH must be one of true, false, got "yes"$/],
+    [{ ...withDb, AUDIT_LOG: 'false' }, /^AUDIT_LOG must be one of on, off, got "false"$/],
+    [{ ...withDb, AUDIT_RETENTION: '0' }, /^AUDIT_RETENTION must be a positive duration/],
     // A value of blanks was set on purpose, to no value: never silently the default.
     ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'JWT_TTL', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
       [{ ...withDb, [name]: ' ' }, new RegExp(`^${name} is blank: give it a value, or leave it unset for the default$`)] as [Record<string, string>, RegExp]),
@@ -168,6 +171,11 @@ t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async
   const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, IDEMPOTENCY_TTL: '7d', REQUIRE_IF_MATCH: 'true' })
   t.equal(config.idempotencyTtlSeconds, 7 * 86_400)
   t.equal(config.requireIfMatch, true)
+})
+
+t.test('AUDIT_RETENTION takes a duration, AUDIT_LOG on or off', async t => {
+  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, AUDIT_RETENTION: '90d', AUDIT_LOG: 'off' })
+  t.same(config.audit, { enabled: false, retentionSeconds: 90 * 86_400 })
 })
 
 t.test('an empty value is unset: the default applies', async t => {

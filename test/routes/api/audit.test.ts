@@ -123,6 +123,7 @@ t.test('a change whose audit entry cannot be written does not happen; a refused 
   t.equal((await request(app, admin.token, 'POST', '/api/clients', client, { 'idempotency-key': 'k1' })).statusCode, 500)
   t.equal((await request(app, admin.token, 'PATCH', `/api/clients/${clientId}`, { city: 'Gdańsk' })).statusCode, 500)
   t.equal((await request(app, admin.token, 'DELETE', `/api/clients/${clientId}`)).statusCode, 500)
+  t.equal((await request(app, admin.token, 'PATCH', '/api/clients/4294967296', { city: 'Gdańsk' })).statusCode, 404, 'an id past PostgreSQL\'s integers names no client')
   t.equal(Number((await app.knex('clients').whereNull('deleted_at').count({ n: '*' }).first())!.n), clients, 'no client made or deleted')
   t.equal((await app.knex('clients').where('id', clientId).first('city')).city, 'Warszawa', 'nor changed')
   t.equal(await app.knex('idempotency_keys').where('key', 'k1').first(), undefined, 'nor a key kept')

@@ -1,31 +1,16 @@
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
-import knex from 'knex'
+import knex, { type Knex } from 'knex'
+import type pg from 'pg'
+import { knexConfig } from '../../lib/db/knex-config.js'
 import { ADMIN_ROLE } from '../../schemas/roles.js'
 
 export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
 
 /** The advisory lock that instances starting together take around this check (any shared constant). */
 const BOOTSTRAP_LOCK = 7_355_609
-/** How long start-up keeps trying for a connection (as the migration waits for one, plugins/external/knex.ts). */
-const STARTUP_PATIENCE_MS = 60_000
-
-/**
- * Runs `work` again while it fails for want of a connection, for up to STARTUP_PATIENCE_MS: at
- * start-up, beside other instances starting, one within DB_ACQUIRE_TIMEOUT is not always to be
- * had on a loaded machine, and the instance would fail to start (seen in CI runs).
- */
-async function patiently<T> (work: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + STARTUP_PATIENCE_MS
-  for (;;) {
-    try {
-      return await work()
-    } catch (error) {
-      /* c8 ignore next -- a connection not had in time: only on a machine too loaded for one */
-      if (!(error instanceof knex.KnexTimeoutError) || Date.now() > deadline) throw error
-    }
-  }
-}
+/** How long start-up waits for its connection (as the migration does, plugins/external/knex.ts). */
+const STARTUP_CONNECT_MS = 60_000
 
 /**
  * Makes sure an administrator exists: the user of ADMIN_EMAIL / ADMIN_PASSWORD when set
@@ -42,17 +27,27 @@ export default fp(async (fastify) => {
    * when created. With `onlyIfNone`, does nothing while someone holds Admin.
    */
   async function ensureAdmin (email: string, password: string, onlyIfNone = false): Promise<boolean> {
-    return patiently(() => fastify.knex.transaction(async trx => {
-      // Serialised, so that instances starting together create one administrator.
-      await trx.raw('select pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK])
-      if (onlyIfNone && await usersRepository.countAdmins(trx) > 0) return false
-      const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
-      const existing = await usersRepository.findCredentials(email, trx)
-      const userId = existing?.id ??
-        (await usersRepository.create({ name: 'Administrator', email, passwordHash: await fastify.passwords.hash(password), roleIds: [] }, trx)).id
-      await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
-      return existing === undefined
-    }))
+    // A connection of its own, which may take its time: at start-up, beside other instances
+    // starting, one within DB_CONNECT_TIMEOUT and DB_ACQUIRE_TIMEOUT is not always to be had
+    // on a loaded machine, and the instance would fail to start (seen in CI runs).
+    const config = knexConfig(fastify.config)
+    const connection = { ...config.connection as pg.ClientConfig, connectionTimeoutMillis: STARTUP_CONNECT_MS }
+    const patient = knex({ ...config, connection: connection as Knex.PgConnectionConfig, acquireConnectionTimeout: STARTUP_CONNECT_MS, pool: { min: 0, max: 1 } })
+    try {
+      return await patient.transaction(async trx => {
+        // Serialised, so that instances starting together create one administrator.
+        await trx.raw('select pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK])
+        if (onlyIfNone && await usersRepository.countAdmins(trx) > 0) return false
+        const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
+        const existing = await usersRepository.findCredentials(email, trx)
+        const userId = existing?.id ??
+          (await usersRepository.create({ name: 'Administrator', email, passwordHash: await fastify.passwords.hash(password), roleIds: [] }, trx)).id
+        await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
+        return existing === undefined
+      })
+    } finally {
+      await patient.destroy()
+    }
   }
 
   if (adminEmail !== undefined && adminPassword !== undefined) {

@@ -168,6 +168,15 @@ t.test('session events: login, failed login, logout, a session ended, a refresh 
   t.equal(told.length, 7)
 })
 
+t.test('a failed login with a lone surrogate in its address is 401, its entry kept with U+FFFD', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const res = await app.inject({ method: 'POST', url: '/api/login', headers: { 'content-type': 'application/json' }, payload: '{"email":"a\\ud800@example.com","password":"wrong password"}' })
+  t.equal(res.statusCode, 401)
+  const [entry] = await auditLog(app, admin.token, '&action[eq]=login-failed')
+  t.same(entry!.after, { email: 'a\ufffd@example.com', user_id: null })
+})
+
 t.test('GET /api/audit: audit-list only, newest first, filtered, paged by cursor, counted', async t => {
   const app = await build(t)
   const admin = await userWithRoles(app, ['Admin'])

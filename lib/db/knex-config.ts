@@ -24,3 +24,20 @@ export function knexConfig (config: Config): Knex.Config {
     migrations: { migrationSource, tableName: 'knex_migrations' }
   }
 }
+
+/** How long start-up's own connections (the migration, the administrator's check) wait to connect. */
+export const STARTUP_CONNECT_MS = 60_000
+
+/**
+ * The knex settings for start-up's work, on connections of its own that may take their time:
+ * beside other instances migrating and starting, a connection within the requests'
+ * DB_CONNECT_TIMEOUT and DB_ACQUIRE_TIMEOUT is not always to be had on a loaded machine, and
+ * the instance would fail to start (seen in CI runs).
+ */
+export function startupKnexConfig (config: Knex.Config): Knex.Config {
+  return {
+    ...config,
+    connection: { ...config.connection as Knex.PgConnectionConfig, connectionTimeoutMillis: STARTUP_CONNECT_MS } as Knex.PgConnectionConfig,
+    acquireConnectionTimeout: STARTUP_CONNECT_MS
+  }
+}

@@ -64,13 +64,14 @@ const composedStatements = new WeakMap<object, Map<string, Statement<unknown>>>(
 export function composed<Row, Args extends Scalar[]> ({ query, args, companions }: Insertion<Row, Args>, more: Companion[] = []): { statement: Statement<Row>, values: Scalar[] } {
   const all = more.length === 0 ? companions : [...companions, ...more]
   const values = query.values(args)
+  // The companions' parameters follow the INSERT's own.
+  let first = values.length + 1
   for (const companion of all) values.push(...companion.values)
   let statements = composedStatements.get(query)
   if (statements === undefined) composedStatements.set(query, statements = new Map())
   const names = all.map(companion => companion.name).join(' ')
   let statement = statements.get(names)
   if (statement === undefined) {
-    let first = query.values(args).length + 1
     const ctes = all.map(companion => {
       const cte = companion.cte(first)
       first += companion.values.length

@@ -1,17 +1,13 @@
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
-import knex, { type Knex } from 'knex'
-import type pg from 'pg'
-import { knexConfig } from '../../lib/db/knex-config.js'
+import knex from 'knex'
+import { knexConfig, startupKnexConfig } from '../../lib/db/knex-config.js'
 import { ADMIN_ROLE } from '../../schemas/roles.js'
 
 export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
 
 /** The advisory lock that instances starting together take around this check (any shared constant). */
 const BOOTSTRAP_LOCK = 7_355_609
-/** How long start-up waits for its connection (as the migration does, plugins/external/knex.ts). */
-const STARTUP_CONNECT_MS = 60_000
-
 /**
  * Makes sure an administrator exists: the user of ADMIN_EMAIL / ADMIN_PASSWORD when set
  * (an existing user of that address keeps their password and gains Admin); else, where
@@ -27,12 +23,8 @@ export default fp(async (fastify) => {
    * when created. With `onlyIfNone`, does nothing while someone holds Admin.
    */
   async function ensureAdmin (email: string, password: string, onlyIfNone = false): Promise<boolean> {
-    // A connection of its own, which may take its time: at start-up, beside other instances
-    // starting, one within DB_CONNECT_TIMEOUT and DB_ACQUIRE_TIMEOUT is not always to be had
-    // on a loaded machine, and the instance would fail to start (seen in CI runs).
-    const config = knexConfig(fastify.config)
-    const connection = { ...config.connection as pg.ClientConfig, connectionTimeoutMillis: STARTUP_CONNECT_MS }
-    const patient = knex({ ...config, connection: connection as Knex.PgConnectionConfig, acquireConnectionTimeout: STARTUP_CONNECT_MS, pool: { min: 0, max: 1 } })
+    // A connection of its own, which may take its time, as the migration's (lib/db/knex-config.ts).
+    const patient = knex({ ...startupKnexConfig(knexConfig(fastify.config)), pool: { min: 0, max: 1 } })
     try {
       return await patient.transaction(async trx => {
         // Serialised, so that instances starting together create one administrator.

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import knex, { type Knex } from 'knex'
 import pg from 'pg'
-import { knexConfig } from '../../lib/db/knex-config.js'
+import { knexConfig, startupKnexConfig } from '../../lib/db/knex-config.js'
 import type { Database } from '../../lib/db/prepared-query.js'
 
 declare module 'fastify' {
@@ -16,22 +16,18 @@ declare module 'fastify' {
 
 /** The advisory lock that instances take around migrating (any constant shared by all of them). */
 const MIGRATION_LOCK = 7_355_608
-/** How long the migration waits for a connection of its own. */
-const MIGRATION_CONNECT_MS = 60_000
 
 /**
  * Migrates to the latest schema once, however many instances start together: each takes
  * an advisory lock on a connection of its own, so the others wait and then find nothing to do
  * (knex's own lock would make them fail instead).
  */
-async function migrate (config: Knex.Config, connection: pg.ClientConfig): Promise<void> {
-  // Connections of its own, which may take their time: at startup, beside other instances
-  // migrating and starting, a connection within the requests' DB_CONNECT_TIMEOUT and
-  // DB_ACQUIRE_TIMEOUT is not always to be had on a loaded machine, and the instance would fail.
-  const patient = { ...connection, connectionTimeoutMillis: MIGRATION_CONNECT_MS }
-  const lock = new pg.Client(patient)
+async function migrate (config: Knex.Config): Promise<void> {
+  // Connections of its own, which may take their time (lib/db/knex-config.ts).
+  const patient = startupKnexConfig(config)
+  const lock = new pg.Client(patient.connection as pg.ClientConfig)
   await lock.connect()
-  const migrator = knex({ ...config, connection: patient as Knex.PgConnectionConfig, acquireConnectionTimeout: MIGRATION_CONNECT_MS })
+  const migrator = knex(patient)
   try {
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
     await migrator.migrate.latest()
@@ -56,5 +52,5 @@ export default fp(async (fastify) => {
   fastify.decorate('pgPool', pool)
   fastify.decorate('database', { knex: db, pool })
   fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
-  await migrate(config, connection)
+  await migrate(config)
 }, { name: 'knex', dependencies: ['config'] })

@@ -13,5 +13,6 @@ import { packageRoot } from './lib/process/package-info.js'
 export default async function config () {
   const config = loadConfig(process.env, packageRoot)
   await ensureCommandDatabase(config)
-  return knexConfig(config)
+  // Migrations take a session's lock: on PostgreSQL itself, past any pooler.
+  return knexConfig(config, { direct: true })
 }

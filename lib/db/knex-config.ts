@@ -3,22 +3,42 @@ import type { Config } from '../process/config.js'
 import { EmbeddedPostgres } from './embedded-postgres.js'
 import { migrationSource } from './migrations.js'
 import { SESSION_OPTIONS, types } from './pg-types.js'
+import { PooledKnexClient } from './pooled-client.js'
 
-/** The knex settings of the service, shared by the knex plugin and the knex CLI. */
-export function knexConfig (config: Config): Knex.Config {
+/** Whether the service's connections go through a transaction-mode pooler (DB_POOLER=transaction). */
+export function throughPooler (config: Config): boolean {
+  return config.dbPooler === 'transaction'
+}
+
+/**
+ * The knex settings of the service, shared by the knex plugin and the knex CLI. `direct`:
+ * connections to PostgreSQL itself (DB_DIRECT_HOST, DB_DIRECT_PORT), past any pooler, for what
+ * needs a session of its own.
+ */
+export function knexConfig (config: Config, { direct = false } = {}): Knex.Config {
   const db = config.db ?? new EmbeddedPostgres(config.dataDir).connection
+  const server = direct && config.dbDirect !== null ? { ...db, ...config.dbDirect } : db
+  const common = {
+    ...server,
+    types,
+    application_name: 'student-records-api',
+    // A database that is down or overloaded makes requests fail fast with 503, not hang.
+    connectionTimeoutMillis: config.timeouts.dbConnect
+  }
+  const pooled = throughPooler(config) && !direct
   return {
-    client: 'pg',
-    connection: {
-      ...db,
-      types,
-      options: SESSION_OPTIONS,
-      application_name: 'student-records-api',
-      // A database that is down or overloaded makes requests fail fast with 503, not hang.
-      connectionTimeoutMillis: config.timeouts.dbConnect,
-      statement_timeout: config.timeouts.dbStatement,
-      idle_in_transaction_session_timeout: config.timeouts.dbIdleInTransaction
-    },
+    // The pooler takes no session settings: the statement and idle-transaction limits are its
+    // own or the role's there (docs/deployment.md), and the time zone and date style travel
+    // as parameters it carries (lib/db/pooled-client.ts).
+    client: pooled ? PooledKnexClient : 'pg',
+    connection: pooled
+      ? common
+      : {
+          ...common,
+          options: SESSION_OPTIONS,
+          statement_timeout: config.timeouts.dbStatement,
+          idle_in_transaction_session_timeout: config.timeouts.dbIdleInTransaction
+        },
     pool: { min: 0, max: config.dbPoolMax },
     acquireConnectionTimeout: config.timeouts.dbAcquire,
     migrations: { migrationSource, tableName: 'knex_migrations' }

@@ -7,7 +7,10 @@ const parseTimestamp = getTypeParser(builtins.TIMESTAMPTZ)
  * What every connection asks of the server: timestamps written in UTC and dates as
  * `YYYY-MM-DD`, whatever the server's or the database's settings.
  */
-export const SESSION_OPTIONS = '-c TimeZone=UTC -c DateStyle=ISO'
+export const SESSION_SETTINGS = { TimeZone: 'UTC', DateStyle: 'ISO' } as const
+
+/** SESSION_SETTINGS as the `options` startup parameter that PostgreSQL reads. */
+export const SESSION_OPTIONS = Object.entries(SESSION_SETTINGS).map(([name, value]) => `-c ${name}=${value}`).join(' ')
 
 const DASH = 45
 const SPACE = 32

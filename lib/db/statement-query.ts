@@ -1,4 +1,5 @@
 import type pg from 'pg'
+import { PooledClient } from './pooled-client.js'
 import { rowBuilder } from './row-builder.js'
 
 /** What a value bound to a prepared statement may be: sent as its text, or as NULL. */
@@ -59,10 +60,16 @@ export class Statement<Row> {
     return new Promise((resolve, reject) => {
       // Before the client takes the query: a throw inside `submit` would leave it stuck.
       checked((client as unknown as { connection: pg.Connection }).connection)
-      client.query(new Execution(this, values.map(toText), (error, result) => error ? reject(error) : resolve(result!)))
+      // Behind a transaction-mode pooler a named statement would be looked for, or found
+      // already made, on whichever server connection the pooler hands out: sent unnamed there.
+      const name = client instanceof PooledClient ? UNNAMED : this.name
+      client.query(new Execution(this, name, values.map(toText), (error, result) => error ? reject(error) : resolve(result!)))
     })
   }
 }
+
+/** The unnamed statement, which lasts until the next Parse on the same server connection. */
+const UNNAMED = ''
 
 const toText = (value: Scalar) => value === null ? null : String(value)
 
@@ -87,8 +94,8 @@ class Execution<Row> implements pg.Submittable {
   private rowCount = 0
   private failure: Error | null = null
 
-  constructor (private readonly statement: Statement<Row>, private readonly values: (string | null)[], readonly callback: Callback<Row>) {
-    this.name = statement.name
+  constructor (private readonly statement: Statement<Row>, name: string, private readonly values: (string | null)[], readonly callback: Callback<Row>) {
+    this.name = name
     this.text = statement.text
   }
 
@@ -98,7 +105,9 @@ class Execution<Row> implements pg.Submittable {
     // The messages go out in one write.
     connection.stream.cork()
     try {
-      if (connection.parsedStatements[name] === undefined && connection.submittedNamedStatements[name] === undefined) {
+      if (name === UNNAMED) {
+        connection.parse({ name, text, types: [] }, false)
+      } else if (connection.parsedStatements[name] === undefined && connection.submittedNamedStatements[name] === undefined) {
         connection.parse({ name, text, types: [] }, false)
         connection.submittedNamedStatements[name] = text
       }

@@ -14,6 +14,13 @@ export interface Config {
   dataDir: string
   db: DatabaseConfig | null
   dbPoolMax: number
+  /** 'transaction': DB_HOST is a transaction-mode pooler such as PgBouncer (lib/db/pooled-client.ts). */
+  dbPooler: 'none' | 'transaction'
+  /**
+   * PostgreSQL itself, past the pooler, for what needs a session of its own: the listener of
+   * auth changes and the migration's lock. Null: DB_HOST and DB_PORT.
+   */
+  dbDirect: { host: string, port: number } | null
   /** Origins allowed to call the API from a browser; empty: no CORS headers at all. */
   corsOrigins: string[]
   auth: AuthConfig
@@ -201,6 +208,15 @@ export function listeningOrigin (host: string, port: number): string {
   return `http://${name}:${port}`
 }
 
+/** DB_DIRECT_HOST and DB_DIRECT_PORT, either defaulting to DB_HOST's; null when neither is set. */
+function directServer (env: Env): Config['dbDirect'] {
+  const host = read(env, 'DB_DIRECT_HOST')
+  const port = read(env, 'DB_DIRECT_PORT')
+  if (host === undefined && port === undefined) return null
+  if (read(env, 'DB_HOST') === undefined) throw new ConfigError(`${host === undefined ? 'DB_DIRECT_PORT' : 'DB_DIRECT_HOST'} needs DB_HOST: the embedded PostgreSQL has no pooler in front`)
+  return { host: host ?? read(env, 'DB_HOST')!, port: integer(env, port === undefined ? 'DB_PORT' : 'DB_DIRECT_PORT', 5432, 1, 65535) }
+}
+
 /**
  * Reads and validates the configuration; throws a ConfigError naming the bad variable. A
  * relative DATA_DIR is taken from `folder` (where `npm start` runs the service: the package's).
@@ -213,6 +229,9 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
   if (adminPassword !== undefined) read(env, 'ADMIN_PASSWORD')
   if ((adminEmail === undefined) !== (adminPassword === undefined)) {
     throw new ConfigError(`${adminEmail === undefined ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD'} must be set with ${adminEmail === undefined ? 'ADMIN_PASSWORD' : 'ADMIN_EMAIL'}`)
+  }
+  if (!dbHost && read(env, 'DB_POOLER') === 'transaction') {
+    throw new ConfigError('DB_POOLER=transaction needs DB_HOST: the embedded PostgreSQL has no pooler in front')
   }
   if (adminPassword !== undefined && (adminPassword.length < 8 || adminPassword.length > 128)) {
     throw new ConfigError('ADMIN_PASSWORD must be 8 to 128 characters long')
@@ -233,6 +252,8 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
         }
       : null,
     dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000),
+    dbPooler: oneOf(env, 'DB_POOLER', 'none', ['none', 'transaction']),
+    dbDirect: directServer(env),
     corsOrigins: origins(env, 'CORS_ORIGIN'),
     auth: {
       jwtSecret: jwtSecret(env, dataDir, !dbHost),

@@ -110,7 +110,7 @@ export default fp(async (fastify) => {
   })
 
   fastify.decorate('auditSweep', async () => {
-    const { rowCount } = await fastify.pgPool.query({ name: 'audit.sweep', text: SWEEP, values: [retentionSeconds] })
+    const { rowCount } = await fastify.pgPool.query(SWEEP, [retentionSeconds])
     return rowCount ?? 0
   })
   // Every instance sweeps, once an hour: two at once delete each entry once.

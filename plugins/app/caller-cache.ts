@@ -85,7 +85,8 @@ export default fp(async (fastify) => {
   fastify.decorate('callerCache', cache)
   if (fastify.config.auth.cacheSize === 0) return
 
-  const listener = new ChangeListener(knexConfig(fastify.config).connection as pg.ClientConfig, cache, fastify.log)
+  // LISTEN needs a session of its own: behind a transaction-mode pooler, PostgreSQL itself.
+  const listener = new ChangeListener(knexConfig(fastify.config, { direct: true }).connection as pg.ClientConfig, cache, fastify.log)
   await listener.listen()
   fastify.addHook('onClose', () => listener.stop())
 }, { name: 'caller-cache', dependencies: ['config', 'knex'] })

@@ -57,7 +57,7 @@ export default fp(async (fastify) => {
   // Every instance sweeps, once a window (at most every 10 minutes): the delete is cheap, and
   // a counter swept while it is counted again just starts a new window.
   const sweep = setInterval(() => {
-    fastify.pgPool.query({ name: 'throttle.sweep', text: SWEEP })
+    fastify.pgPool.query(SWEEP)
       .catch((error: unknown) => fastify.log.warn({ err: error }, 'could not sweep the expired rate-limit counters'))
   }, Math.min(windowSeconds, 600) * 1000).unref()
   fastify.addHook('onClose', async () => clearInterval(sweep))

@@ -66,7 +66,24 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
                join role_permissions rp on rp.role_id = ur.role_id
                join permissions p on p.id = rp.permission_id
                where ur.user_id = u.id order by p.name) as permissions`)
-    ))
+    )),
+    // Bound twice: `$2` and `$5` are the session, `$4` and `$6` the token's id.
+    tokenPermissions: prepare<[id: number, sessionId: number | null, generation: number, jti: string], { permissions: string[] }>(
+      database, 'auth.caller', (id, sessionId, generation, jti) => knex.raw(`
+          select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
+          from users u
+          left join user_roles ur on ur.user_id = u.id
+          left join role_permissions rp on rp.role_id = ur.role_id
+          left join permissions p on p.id = rp.permission_id
+          where u.id = ? and u.deleted_at is null
+            and case when ?::bigint is null
+              then u.token_generation = ? or exists (select 1 from kept_tokens k
+                where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation)
+              else exists (select 1 from sessions s
+                where s.id = ?::bigint and s.user_id = u.id and s.ended_at is null and s.expires_at > now())
+            end
+            and not exists (select 1 from revoked_tokens where jti = ?)
+          group by u.id`, [id, sessionId, generation, jti, sessionId, jti]))
   }
 
   const emailTaken = (error: unknown, email: string | undefined) =>
@@ -172,21 +189,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
      * sessions were: its generation ended unless the token was kept).
      */
     async tokenPermissions (id: number, generation: number, jti: string, sessionId: number | undefined): Promise<string[] | undefined> {
-      const { rows } = await knex.raw<{ rows: { permissions: string[] }[] }>(`
-        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
-        from users u
-        left join user_roles ur on ur.user_id = u.id
-        left join role_permissions rp on rp.role_id = ur.role_id
-        left join permissions p on p.id = rp.permission_id
-        where u.id = ? and u.deleted_at is null
-          and case when ?::bigint is null
-            then u.token_generation = ? or exists (select 1 from kept_tokens k
-              where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation)
-            else exists (select 1 from sessions s
-              where s.id = ?::bigint and s.user_id = u.id and s.ended_at is null and s.expires_at > now())
-          end
-          and not exists (select 1 from revoked_tokens where jti = ?)
-        group by u.id`, [id, sessionId ?? null, generation, jti, sessionId ?? null, jti]).options({ name: 'auth.caller' })
+      const { rows } = await queries.tokenPermissions([id, sessionId ?? null, generation, jti])
       return rows[0]?.permissions
     },
 

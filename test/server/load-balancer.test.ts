@@ -1,20 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import net from 'node:net'
 import path from 'node:path'
 import t from 'tap'
 import pg from 'pg'
-import { databaseEnv, sleep, startServer, type ServerProcess } from './process.js'
+import { databaseEnv, freePort, sleep, startServer, type ServerProcess } from './process.js'
 
 const haproxy = spawnSync('haproxy', ['-v']).status === 0
-
-async function freePort (): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as net.AddressInfo
-  server.close()
-  return port
-}
 
 async function stopServer (server: ServerProcess): Promise<number | null> {
   const exited = once(server.process, 'exit')

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
 import http from 'node:http'
+import net from 'node:net'
 import readline from 'node:readline'
 import type { Test } from 'tap'
 import { createDatabase, TEST_JWT_SECRET } from '../helper.js'
@@ -71,3 +73,12 @@ export function slowPost (url: string, body: string, between: () => Promise<void
 }
 
 export const sleep = (ms: number) => new Promise(resolve => setTimeout(resolve, ms))
+
+/** A TCP port of 127.0.0.1 that nothing listens on, for a server of a test's own. */
+export async function freePort (): Promise<number> {
+  const server = net.createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as net.AddressInfo
+  server.close()
+  return port
+}

@@ -19,6 +19,8 @@ t.test('defaults, with the embedded database', async t => {
     dataDir,
     db: null,
     dbPoolMax: 10,
+    dbPooler: 'none',
+    dbDirect: null,
     corsOrigins: [],
     auth: {
       jwtSecret: secret,
@@ -59,6 +61,13 @@ t.test('DB_HOST switches to that server, with the other DB_ settings', async t =
   t.same(loadConfig({
     DB_HOST: 'db', DB_PORT: '6543', DB_NAME: 'school', DB_USER: 'app', DB_PASSWORD: ' secret ', JWT_SECRET: SECRET
   }).db, { host: 'db', port: 6543, database: 'school', user: 'app', password: ' secret ' })
+})
+
+t.test('DB_POOLER=transaction: DB_HOST is a pooler; DB_DIRECT_HOST and DB_DIRECT_PORT reach PostgreSQL itself', async t => {
+  const pooled = loadConfig({ DB_HOST: 'pgbouncer', DB_PORT: '6432', DB_POOLER: 'transaction', DB_DIRECT_HOST: 'postgres.internal', JWT_SECRET: SECRET })
+  t.same([pooled.dbPooler, pooled.dbDirect], ['transaction', { host: 'postgres.internal', port: 6432 }], 'DB_DIRECT_PORT defaults to DB_PORT')
+  t.same(loadConfig({ DB_HOST: 'db', DB_POOLER: 'transaction', DB_DIRECT_PORT: '5433', JWT_SECRET: SECRET }).dbDirect, { host: 'db', port: 5433 }, 'DB_DIRECT_HOST defaults to DB_HOST')
+  t.same(loadConfig({ DB_HOST: 'db', DB_POOLER: 'transaction', JWT_SECRET: SECRET }).dbDirect, null, 'neither set: DB_HOST and DB_PORT')
 })
 
 t.test('CORS_ORIGIN lists the origins allowed', async t => {
@@ -156,8 +165,13 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, REQUIRE_IF_MATCH: 'yes' }, /^REQUIRE_IF_MATCH must be one of true, false, got "yes"$/],
     [{ ...withDb, AUDIT_LOG: 'false' }, /^AUDIT_LOG must be one of on, off, got "false"$/],
     [{ ...withDb, AUDIT_RETENTION: '0' }, /^AUDIT_RETENTION must be a positive duration/],
+    [{ ...withDb, DB_POOLER: 'session' }, /^DB_POOLER must be one of none, transaction, got "session"$/],
+    [{ DB_POOLER: 'transaction' }, /^DB_POOLER=transaction needs DB_HOST: the embedded PostgreSQL has no pooler in front$/],
+    [{ DB_DIRECT_HOST: 'db' }, /^DB_DIRECT_HOST needs DB_HOST/],
+    [{ DB_DIRECT_PORT: '5432' }, /^DB_DIRECT_PORT needs DB_HOST/],
+    [{ ...withDb, DB_DIRECT_PORT: 'x' }, /^DB_DIRECT_PORT must be a whole number from 1 to 65535, got "x"$/],
     // A value of blanks was set on purpose, to no value: never silently the default.
-    ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'JWT_TTL', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
+    ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'DB_POOLER', 'DB_DIRECT_HOST', 'DB_DIRECT_PORT', 'JWT_TTL', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
       [{ ...withDb, [name]: ' ' }, new RegExp(`^${name} is blank: give it a value, or leave it unset for the default$`)] as [Record<string, string>, RegExp]),
     [{ DB_HOST: '  ', JWT_SECRET: SECRET }, /^DB_HOST is blank/],
     [{ DB_HOST: 'db', JWT_SECRET: ' '.repeat(40) }, /^JWT_SECRET is blank/]

@@ -7,12 +7,26 @@ import { sleep } from '../../server/process.js'
 import { LISTENER_NAME } from '../../../plugins/app/caller-cache.js'
 import { bearer, roleWithPermissions, userWithRoles } from './accounts.js'
 
-/** How many token checks have reached the database since this call. */
+/**
+ * How many token checks have reached the database since this call: the queries whose SQL
+ * reads revoked_tokens, sent on the connections the app's pool hands out.
+ */
 function tokenChecks (app: FastifyInstance): () => number {
   let count = 0
-  app.knex.on('query', (query: { sql: string }) => {
-    if (query.sql.includes('from revoked_tokens where jti')) count++
-  })
+  const watched = new WeakSet<pg.PoolClient>()
+  const connect = app.pgPool.connect.bind(app.pgPool) as () => Promise<pg.PoolClient>
+  app.pgPool.connect = (async () => {
+    const client = await connect()
+    if (!watched.has(client)) {
+      watched.add(client)
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown
+      client.query = ((...args: unknown[]) => {
+        if ((args[0] as { text?: string }).text?.includes('from revoked_tokens where jti')) count++
+        return query(...args)
+      }) as typeof client.query
+    }
+    return client
+  }) as typeof app.pgPool.connect
   return () => count
 }
 
@@ -178,8 +192,9 @@ t.test('while its listening connection is lost, every token is checked in the da
 
 t.test('a listening connection that stops answering is given up within seconds, and the cache with it', async t => {
   const directDb = await createDatabase(t)
-  const proxy = await databaseProxy(t, directDb)
-  const app = await buildApp(t, testConfig(proxy.db))
+  // In front of where the listener connects: PostgreSQL itself, past any pooler (DB_DIRECT_*).
+  const proxy = await databaseProxy(t, { ...directDb, ...testConfig(directDb).dbDirect })
+  const app = await buildApp(t, testConfig(directDb, { dbDirect: { host: proxy.db.host, port: proxy.db.port } }))
   const user = await userWithRoles(app, ['User'])
   // Straight to the database, past the proxy.
   const db = new pg.Client(directDb)

@@ -8,7 +8,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { EmbeddedPostgres } from '../lib/db/embedded-postgres.js'
 
-const freePort = async () => {
+export const freePort = async () => {
   const server = net.createServer().listen(0, '127.0.0.1')
   await once(server, 'listening')
   const { port } = server.address() as net.AddressInfo

@@ -11,7 +11,8 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { barChart } from './chart.js'
-import { benchDatabase, start, stop, type Server } from './harness.js'
+import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../test/setup/pgbouncer.js'
+import { benchDatabase, freePort, start, stop, type Server } from './harness.js'
 import { measure, median, pairedRatio, type Measured, type Request } from './load.js'
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
@@ -32,12 +33,15 @@ const POSTGRES_JS = 'ceiling, postgres.js'
 const KEYED = 'service, API key'
 /** The service writing no audit log, for what the log costs a write. */
 const UNAUDITED = 'service, audit log off'
+/** The service behind PgBouncer in transaction mode (DB_POOLER=transaction), where it is installed. */
+const POOLED = 'service through PgBouncer'
 /** The service answering refreshes in the login's rounds. */
 const REFRESH = 'service, token refresh, same rounds'
 const chosen = (scenario: string) => (process.env.BENCH_ONLY ?? '').split('|').some(part => scenario.includes(part))
 
 const { server, database, env, drop } = await benchDatabase()
 const servers: Server[] = []
+let pgbouncer: PgBouncer | undefined
 try {
   console.error(`database ${database} ready; starting the servers`)
   const service = await start('service', ['dist/server.js'], env)
@@ -95,6 +99,18 @@ try {
   servers.push(workers)
   const unaudited = await start(UNAUDITED, ['dist/server.js'], { ...env, AUDIT_LOG: 'off' })
   servers.push(unaudited)
+  // As many server connections as the service's pool has: what the pooler costs, not a smaller pool.
+  const pooledTargets: Server[] = []
+  if (pgbouncerInstalled) {
+    pgbouncer = await startPgBouncer({ ...server, database }, await freePort(), 10)
+    const pooled = await start(POOLED, ['dist/server.js'], {
+      ...env, DB_HOST: '127.0.0.1', DB_PORT: String(pgbouncer.port), DB_POOLER: 'transaction', DB_DIRECT_HOST: server.host, DB_DIRECT_PORT: String(server.port)
+    })
+    servers.push(pooled)
+    pooledTargets.push(pooled)
+  } else {
+    console.error('pgbouncer is not installed: no target through it')
+  }
   const bareEnv = { ...env, DB_POOL_MAX: '10' }
   const ceiling = await start('ceiling', ['--import', 'tsx', 'bench/servers/ceiling.ts'], bareEnv)
   const postgresCeiling = await start(POSTGRES_JS, ['--import', 'tsx', 'bench/servers/ceiling-postgres.ts'], bareEnv)
@@ -117,11 +133,11 @@ try {
   type Target = Server | { server: Server, name: string, next: () => Request }
   const scenarios: { name: string, targets: Target[], next: () => Request }[] = [
     // Logging off and two workers beside the others, in the same rounds, for the ratios between them.
-    { name: 'student GET by id', targets: [service, quiet, workers, ceiling, postgresCeiling, peer], next: studentById },
+    { name: 'student GET by id', targets: [service, quiet, workers, ceiling, postgresCeiling, peer, ...pooledTargets], next: studentById },
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
     { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
-    { name: 'student POST', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
+    { name: 'student POST', targets: [service, ceiling, postgresCeiling, peer, ...pooledTargets], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
     { name: 'student POST, v1', targets: [service], next: () => ({ method: 'POST', path: '/api/v1/students', body: newStudent() }) },
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
@@ -291,6 +307,8 @@ try {
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'API key GET ÷ student GET by id': paired('client GET by id (auth)', KEYED, UNAUTHENTICATED),
     'client POST with auditing ÷ without': paired('client POST (auth)', 'service', UNAUDITED),
+    'through PgBouncer ÷ direct, student GET by id': paired('student GET by id', POOLED, 'service'),
+    'through PgBouncer ÷ direct, student POST': paired('student POST', POOLED, 'service'),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),
     'refresh ÷ login': paired('login', REFRESH, 'service'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
@@ -317,5 +335,6 @@ try {
   ))
 } finally {
   for (const s of servers) await stop(s)
+  pgbouncer?.stop()
   await drop()
 }

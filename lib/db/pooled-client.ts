@@ -11,6 +11,7 @@ type StartupParameters = Record<string, string>
  * start-up on a pg without it.
  */
 const pgStartup = (pg.Client.prototype as unknown as { getStartupConf?: () => StartupParameters }).getStartupConf
+/* c8 ignore next 3 -- a pg without it: package.json pins one with it */
 if (typeof pgStartup !== 'function') {
   throw new Error('This version of pg\'s client lacks getStartupConf, which lib/db/pooled-client.ts uses: install the pg version package.json pins')
 }

@@ -37,6 +37,10 @@ export async function startPgBouncer (server: DatabaseConfig, port: number, size
     `default_pool_size = ${size}`,
     'max_client_conn = 1000',
     'server_login_retry = 1',
+    // Errors only: a line for every connection would bury the tests' own output.
+    'log_connections = 0',
+    'log_disconnections = 0',
+    'log_stats = 0',
     ''
   ].join('\n'))
   // PgBouncer refuses to run as root: then it runs as the postgres user, as PostgreSQL does.

@@ -6,6 +6,7 @@ import { LogController, type FastifyInstance, type FastifyServerOptions } from '
 import type { Config } from './lib/process/config.js'
 import { buildValidator } from './lib/http/validation.js'
 import { parseQueryString } from './lib/http/query-string.js'
+import { requestId } from './lib/http/request-id.js'
 import type { AppOptions } from './plugins/app/config.js'
 import { clientErrorHandler, frameworkErrors } from './plugins/app/errors.js'
 
@@ -21,8 +22,10 @@ export function serverOptions (config: Config): FastifyServerOptions {
       level: config.logLevel,
       redact: ['req.headers.authorization', 'req.headers.cookie']
     },
-    // Errors are logged, not every request.
+    // Errors are logged, not every request (plugins/app/request-log.ts).
     logController: new LogController({ disableRequestLogging: true }),
+    // Each log line of a request carries its id, the caller's X-Request-Id or a new one.
+    genReqId: requestId,
     bodyLimit: 32 * 1024,
     requestTimeout: config.timeouts.request,
     connectionTimeout: config.timeouts.request,

@@ -50,9 +50,13 @@ t.test('every route is in the document, named, described, with its responses', a
 })
 
 t.test('no optional parameter is required: only path parameters are', async t => {
-  for (const [path, methods] of Object.entries(committed.paths as Record<string, Record<string, { parameters?: { in: string, name: string, required?: boolean, schema: { default?: unknown } }[] }>>)) {
+  interface Parameter { in: string, name: string, required?: boolean, schema: { default?: unknown } }
+  // A shared parameter (X-Request-Id) is a reference to the document's components.
+  const shared = (committed.components as { parameters: Record<string, Parameter> }).parameters
+  const resolved = (parameter: Parameter | { $ref: string }) => '$ref' in parameter ? shared[parameter.$ref.split('/').pop()!]! : parameter
+  for (const [path, methods] of Object.entries(committed.paths as Record<string, Record<string, { parameters?: (Parameter | { $ref: string })[] }>>)) {
     for (const [method, operation] of Object.entries(methods)) {
-      for (const parameter of operation.parameters ?? []) {
+      for (const parameter of (operation.parameters ?? []).map(resolved)) {
         const label = `${method.toUpperCase()} ${path} ${parameter.in} ${parameter.name}`
         t.equal(parameter.required === true, parameter.in === 'path', `${label}: required only in the path`)
         if ('default' in parameter.schema) t.not(parameter.required, true, `${label}: has a default, so it is optional`)

@@ -86,7 +86,7 @@ export default fp(async (fastify) => {
     // Node forgets a socket's address once it closes: a client gone mid-request leaves none.
     /* c8 ignore next */
     const ip = (request.ip as string | undefined) === undefined ? null : request.ip.slice(0, 64)
-    return [who.id, who.keyId ?? null, who.sessionId ?? null, ip, String(request.id).slice(0, 64), action, resource]
+    return [who.id, who.keyId ?? null, who.sessionId ?? null, ip, request.id, action, resource]
   }
 
   fastify.decorateRequest('audit', async function (this: FastifyRequest, db: Knex, change: Change) {

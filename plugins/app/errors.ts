@@ -133,7 +133,7 @@ export default fp(async (fastify) => {
       const context = error.validationContext as SchemaErrorDataVar
       const data = fieldErrors(error.validation, context)
       const summary = Object.entries(data).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')
-      request.log.info({ validation: data }, 'invalid request')
+      request.log.debug({ validation: data }, 'invalid request')
       return sendError(reply, 400, `Invalid ${PARTS[context]}: ${summary}`, data)
     }
     // The client left before its request had all arrived: nobody to answer, and no fault of the server's.
@@ -165,15 +165,15 @@ export default fp(async (fastify) => {
       ? error.statusCode
       : 500
     if (statusCode >= 500) {
-      request.log.error({ err: error }, 'request failed')
+      request.log.error({ err: error }, 'unexpected error')
       return sendError(reply, statusCode, 'The server failed to answer this request')
     }
     // The current tag, so that the client can read the record again and decide.
     if (error instanceof PreconditionFailedError) reply.header('etag', error.etag)
     // A route that does not exist is a scanner's probe as often as not: a line each at info
     // would let anyone fill the logs.
-    if (request.is404) request.log.debug({ err: error }, 'no such route')
-    else request.log.info({ err: error }, 'request refused')
+    // plugins/app/request-log.ts logs the request; its stack only with LOG_LEVEL=debug.
+    request.log.debug({ err: error }, 'why the request was refused')
     return sendError(reply, statusCode, error.message, error instanceof InvalidFields ? error.fields : undefined)
   })
 }, { name: 'errors' })

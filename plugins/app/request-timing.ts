@@ -29,15 +29,15 @@ export class HandlerTimeoutError extends Error {
  * How long requests take. HANDLER_TIMEOUT: a request not answered in time gets 503 with
  * Retry-After (a database that stops answering, say), unless a write of it is under way; the
  * handler runs on, and what it answers late is dropped. A request whose body has not all
- * arrived by then gets 408: the client's fault, not the server's. SLOW_REQUEST: a request
- * answered slower is logged as a warning.
+ * arrived by then gets 408: the client's fault, not the server's (plugins/app/request-log.ts
+ * logs what is slower than SLOW_REQUEST).
  *
  * Fastify's own `handlerTimeout` does the first with an AbortController per request, which it
  * aborts as every request closes: each abort's DOMException costs CPU and keeps requests alive
  * longer (docs/performance.md). Nothing here reads `request.signal`, so a timer is all it takes.
  */
 export default fp(async (fastify) => {
-  const { handler: timeoutMs, slowRequest: slowMs } = fastify.config.timeouts
+  const { handler: timeoutMs } = fastify.config.timeouts
 
   function expire (request: FastifyRequest, reply: FastifyReply): void {
     // Answered, or answering (a slow download is the socket timeouts' business), or the client is gone.
@@ -71,12 +71,8 @@ export default fp(async (fastify) => {
     request.handlerTimer = setTimeout(expire, timeoutMs, request, reply)
     done()
   })
-  fastify.addHook('onResponse', (request, reply, done) => {
+  fastify.addHook('onResponse', (request, _reply, done) => {
     clearTimeout(request.handlerTimer!)
-    const ms = reply.elapsedTime
-    if (ms >= slowMs) {
-      request.log.warn({ method: request.method, url: request.url, statusCode: reply.statusCode, responseTime: Math.round(ms) }, 'slow request')
-    }
     done()
   })
 }, { name: 'request-timing', dependencies: ['config', 'sensible'] })

@@ -28,7 +28,32 @@ declare module 'fastify' {
 }
 
 interface Parameter { in: string, schema?: { type?: string }, style?: string, explode?: boolean }
-interface OpenApiDocument { paths: Record<string, Record<string, { parameters?: Parameter[] }>> }
+interface Operation { parameters?: (Parameter | Reference)[], responses?: Record<string, { headers?: Record<string, unknown> }> }
+interface Reference { $ref: string }
+interface OpenApiDocument {
+  paths: Record<string, Record<string, Operation>>
+  components?: { parameters?: Record<string, unknown>, headers?: Record<string, unknown> }
+}
+
+const REQUEST_ID_DESCRIPTION = 'The request\'s id: the `X-Request-Id` sent, when it is 1 to 128 of `A-Za-z0-9._-`, else one made for it. Every log line of the request and its audit entries carry it.'
+
+/** Every operation takes an X-Request-Id and every answer carries one (lib/http/request-id.ts). */
+function withRequestIds<T extends OpenApiDocument> (document: T): T {
+  document.components = {
+    ...document.components,
+    parameters: { ...document.components?.parameters, RequestId: { name: 'X-Request-Id', in: 'header', required: false, description: REQUEST_ID_DESCRIPTION, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' } } },
+    headers: { ...document.components?.headers, RequestId: { description: REQUEST_ID_DESCRIPTION, required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } } }
+  }
+  for (const operations of Object.values(document.paths)) {
+    for (const operation of Object.values(operations)) {
+      operation.parameters = [...operation.parameters ?? [], { $ref: '#/components/parameters/RequestId' }]
+      for (const response of Object.values(operation.responses ?? {})) {
+        response.headers = { ...response.headers, 'X-Request-Id': { $ref: '#/components/headers/RequestId' } }
+      }
+    }
+  }
+  return document
+}
 
 /**
  * How query parameters are sent, as lib/http/query-string.ts and lib/http/validation.ts read
@@ -37,7 +62,7 @@ interface OpenApiDocument { paths: Record<string, Record<string, { parameters?: 
 function withQueryStyles<T extends OpenApiDocument> (document: T): T {
   for (const operations of Object.values(document.paths)) {
     for (const { parameters = [] } of Object.values(operations)) {
-      for (const parameter of parameters) {
+      for (const parameter of parameters as Parameter[]) {
         if (parameter.in !== 'query') continue
         if (parameter.schema?.type === 'object') Object.assign(parameter, { style: 'deepObject', explode: true })
         if (parameter.schema?.type === 'array') Object.assign(parameter, { style: 'form', explode: false })
@@ -79,7 +104,7 @@ export default fp(async (fastify) => {
     // Shared schemas become components named by their $id (every one has one), not def-0, def-1, ...
     refResolver: { buildLocalReference: json => String(json.$id) },
     // The tags the route folders declared, in the order they were declared.
-    transformObject: document => withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags })
+    transformObject: document => withRequestIds(withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags }))
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })

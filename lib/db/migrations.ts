@@ -6,7 +6,7 @@ import type { Knex } from 'knex'
 const MIGRATIONS_DIR = path.join(import.meta.dirname, '..', '..', 'db', 'migrations')
 
 /** A migration as the knex CLI lists it: by `file`. */
-interface MigrationFile { file: string }
+export interface MigrationFile { file: string }
 
 /**
  * Lists db/migrations/ by name without the file extension, so that the same database

@@ -21,6 +21,8 @@ export interface Config {
    * auth changes and the migration's lock. Null: DB_HOST and DB_PORT.
    */
   dbDirect: { host: string, port: number } | null
+  /** Start-up migrates the database to this release's schema; false: it only checks (npm run migrate does it). */
+  migrate: boolean
   /** Origins allowed to call the API from a browser; empty: no CORS headers at all. */
   corsOrigins: string[]
   auth: AuthConfig
@@ -254,6 +256,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
     dbPoolMax: integer(env, 'DB_POOL_MAX', 10, 1, 1000),
     dbPooler: oneOf(env, 'DB_POOLER', 'none', ['none', 'transaction']),
     dbDirect: directServer(env),
+    migrate: flag(env, 'MIGRATE', true),
     corsOrigins: origins(env, 'CORS_ORIGIN'),
     auth: {
       jwtSecret: jwtSecret(env, dataDir, !dbHost),

@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
 import knex, { type Knex } from 'knex'
 import pg from 'pg'
-import { knexConfig, startupKnexConfig, throughPooler } from '../../lib/db/knex-config.js'
+import { knexConfig, throughPooler } from '../../lib/db/knex-config.js'
+import { migrateToLatest, pendingMigrations } from '../../lib/db/migrate.js'
 import { PooledClient } from '../../lib/db/pooled-client.js'
 import type { Database } from '../../lib/db/prepared-query.js'
 
@@ -15,33 +16,10 @@ declare module 'fastify' {
   }
 }
 
-/** The advisory lock that instances take around migrating (any constant shared by all of them). */
-const MIGRATION_LOCK = 7_355_608
-
-/**
- * Migrates to the latest schema once, however many instances start together: each takes
- * an advisory lock on a connection of its own, so the others wait and then find nothing to do
- * (knex's own lock would make them fail instead). On connections to PostgreSQL itself: a
- * session's lock taken through a transaction-mode pooler would stay with a server connection
- * the pooler keeps, held for good.
- */
-async function migrate (config: Knex.Config): Promise<void> {
-  // Connections of its own, which may take their time (lib/db/knex-config.ts).
-  const patient = startupKnexConfig(config)
-  const lock = new pg.Client(patient.connection as pg.ClientConfig)
-  await lock.connect()
-  const migrator = knex(patient)
-  try {
-    await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
-    await migrator.migrate.latest()
-  } finally {
-    await Promise.all([migrator.destroy(), lock.end()])
-  }
-}
-
 /**
  * The database connection pools, knex's and a plain `pg` pool on the same settings, each of
- * DB_POOL_MAX connections; migrated to the latest schema before the app serves.
+ * DB_POOL_MAX connections; migrated to the latest schema before the app serves (MIGRATE=false:
+ * only checked to be there).
  */
 export default fp(async (fastify) => {
   const config = knexConfig(fastify.config)
@@ -60,5 +38,14 @@ export default fp(async (fastify) => {
   fastify.decorate('pgPool', pool)
   fastify.decorate('database', { knex: db, pool })
   fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
-  await migrate(knexConfig(fastify.config, { direct: true }))
+  if (fastify.config.migrate) {
+    await migrateToLatest(knexConfig(fastify.config, { direct: true }))
+    return
+  }
+  // MIGRATE=false: a deploy step has migrated (npm run migrate), or has not yet, and then the
+  // instance would answer 500s on a schema it does not know.
+  const pending = await pendingMigrations(db)
+  if (pending.length > 0) {
+    throw new Error(`The database lacks ${pending.length} migration(s) of this release (${pending.join(', ')}): run npm run migrate, or start with MIGRATE=true`)
+  }
 }, { name: 'knex', dependencies: ['config'] })

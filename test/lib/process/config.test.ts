@@ -21,6 +21,7 @@ t.test('defaults, with the embedded database', async t => {
     dbPoolMax: 10,
     dbPooler: 'none',
     dbDirect: null,
+    migrate: true,
     corsOrigins: [],
     auth: {
       jwtSecret: secret,
@@ -68,6 +69,10 @@ t.test('DB_POOLER=transaction: DB_HOST is a pooler; DB_DIRECT_HOST and DB_DIRECT
   t.same([pooled.dbPooler, pooled.dbDirect], ['transaction', { host: 'postgres.internal', port: 6432 }], 'DB_DIRECT_PORT defaults to DB_PORT')
   t.same(loadConfig({ DB_HOST: 'db', DB_POOLER: 'transaction', DB_DIRECT_PORT: '5433', JWT_SECRET: SECRET }).dbDirect, { host: 'db', port: 5433 }, 'DB_DIRECT_HOST defaults to DB_HOST')
   t.same(loadConfig({ DB_HOST: 'db', DB_POOLER: 'transaction', JWT_SECRET: SECRET }).dbDirect, null, 'neither set: DB_HOST and DB_PORT')
+})
+
+t.test('MIGRATE=false: start-up does not migrate', async t => {
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, MIGRATE: 'false' }).migrate, false)
 })
 
 t.test('CORS_ORIGIN lists the origins allowed', async t => {
@@ -165,6 +170,7 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, REQUIRE_IF_MATCH: 'yes' }, /^REQUIRE_IF_MATCH must be one of true, false, got "yes"$/],
     [{ ...withDb, AUDIT_LOG: 'false' }, /^AUDIT_LOG must be one of on, off, got "false"$/],
     [{ ...withDb, AUDIT_RETENTION: '0' }, /^AUDIT_RETENTION must be a positive duration/],
+    [{ ...withDb, MIGRATE: 'no' }, /^MIGRATE must be one of true, false, got "no"$/],
     [{ ...withDb, DB_POOLER: 'session' }, /^DB_POOLER must be one of none, transaction, got "session"$/],
     [{ DB_POOLER: 'transaction' }, /^DB_POOLER=transaction needs DB_HOST: the embedded PostgreSQL has no pooler in front$/],
     [{ DB_DIRECT_HOST: 'db' }, /^DB_DIRECT_HOST needs DB_HOST/],

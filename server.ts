@@ -6,6 +6,7 @@ import { ConfigError, listeningOrigin, loadConfig, type Config } from './lib/pro
 import { claimDataDir } from './lib/db/data-dir-lock.js'
 import { EmbeddedPostgres } from './lib/db/embedded-postgres.js'
 import { forTerminal } from './lib/process/logging.js'
+import { drainConnections } from './lib/process/drain.js'
 import { runPrimary } from './lib/process/primary.js'
 
 function readConfig (): Config {
@@ -43,19 +44,26 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
   }
 
   let closing = false
+  /**
+   * SIGTERM: /health/ready answers 503 at once and every answer closes its connection, while
+   * the service serves on for SHUTDOWN_DELAY, until balancers have seen it and stopped sending;
+   * then it stops listening, lets the connections in use finish their requests and close, and
+   * closes the idle ones (lib/process/drain.ts), all within SHUTDOWN_GRACE.
+   */
   async function shutdown (signal: string) {
     if (closing) return
     closing = true
-    fastify.log.info({ signal }, 'shutting down: finishing in-flight requests')
+    const { shutdownDelay, shutdownGrace } = config.timeouts
+    fastify.shuttingDown = true
+    fastify.log.info({ signal, shutdownDelay }, 'shutting down: /health/ready answers 503; serving on for SHUTDOWN_DELAY')
+    await new Promise(resolve => setTimeout(resolve, shutdownDelay))
+    fastify.log.info('shutting down: finishing in-flight requests')
     setTimeout(() => {
       fastify.log.error('in-flight requests did not finish in time')
       process.exit(1)
-    }, config.timeouts.shutdownGrace).unref()
-    // A connection whose response was under way when closing began stays open, idle, for
-    // keep-alive: close such connections as they go idle, or closing waits for the client.
-    const closeIdle = setInterval(() => fastify.server.closeIdleConnections(), 100)
+    }, shutdownGrace).unref()
+    await drainConnections(fastify.server)
     await fastify.close()
-    clearInterval(closeIdle)
     await embedded?.stop()
     process.exit(0)
   }

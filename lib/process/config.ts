@@ -49,7 +49,9 @@ export interface Timeouts {
   handler: number
   /** An idle keep-alive connection is closed after this. */
   keepAlive: number
-  /** After SIGTERM, for the requests in flight to finish. */
+  /** After SIGTERM, serving on while /health/ready answers 503, for the balancer to stop sending. */
+  shutdownDelay: number
+  /** After that delay, for the requests in flight to finish. */
   shutdownGrace: number
   /** Opening a database connection. */
   dbConnect: number
@@ -144,11 +146,11 @@ const MILLISECONDS = /^(\d+)(ms|s|m)?$/
 const MS_PER = { ms: 1, s: 1000, m: 60_000 } as const
 
 /** A time limit in milliseconds: `250ms`, `2s`, `1m`, or plain seconds. */
-function milliseconds (env: Env, name: string, fallback: number): number {
+function milliseconds (env: Env, name: string, fallback: number, { zero = false } = {}): number {
   const raw = text(env, name, `${fallback}ms`)
   const match = MILLISECONDS.exec(raw)
-  if (!match || Number(match[1]) === 0) {
-    throw new ConfigError(`${name} must be a positive time in seconds, or with a unit (250ms, 2s, 1m), got "${raw}"`)
+  if (!match || (Number(match[1]) === 0 && !zero)) {
+    throw new ConfigError(`${name} must be a ${zero ? '' : 'positive '}time in seconds, or with a unit (250ms, 2s, 1m), got "${raw}"`)
   }
   return Number(match[1]) * MS_PER[(match[2] ?? 's') as keyof typeof MS_PER]
 }
@@ -280,6 +282,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
       request: milliseconds(env, 'REQUEST_TIMEOUT', 30_000),
       handler: milliseconds(env, 'HANDLER_TIMEOUT', 15_000),
       keepAlive: milliseconds(env, 'KEEP_ALIVE_TIMEOUT', 72_000),
+      shutdownDelay: milliseconds(env, 'SHUTDOWN_DELAY', 0, { zero: true }),
       shutdownGrace: milliseconds(env, 'SHUTDOWN_GRACE', 10_000),
       dbConnect: milliseconds(env, 'DB_CONNECT_TIMEOUT', 2_000),
       dbAcquire: milliseconds(env, 'DB_ACQUIRE_TIMEOUT', 2_000),

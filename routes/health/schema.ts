@@ -18,7 +18,7 @@ export const healthSchemas = {
     ...common,
     operationId: 'health.ready',
     summary: 'Readiness',
-    description: 'The database answers too: 503 with Retry-After when it does not. For routing traffic.',
+    description: 'The database answers too: 503 with Retry-After when it does not, or once the service is shutting down (it serves on for SHUTDOWN_DELAY). For routing traffic.',
     response: { 200: { ...Status, description: 'Ready for traffic' }, ...errorResponses() }
   }
 }

@@ -61,3 +61,72 @@ t.test('SIGTERM under load: requests in flight finish, later ones get 503, exit 
   await db.end()
   t.equal(rows.length, created.length, 'every student answered 201 exists')
 })
+
+/** How a fetch failed: refused (nothing was sent) or anything else, such as a connection closed under the request. */
+const failure = (error: { cause?: { code?: string } }) => error.cause?.code === 'ECONNREFUSED' ? 'refused' : `${error.cause?.code ?? String(error)}`
+
+t.test('SIGTERM under 20 writers on keep-alive connections: every request sent gets an answer, none is reset; every 201 is kept', async t => {
+  const env = await databaseEnv(t)
+  const server = await startServer(env)
+  t.teardown(() => server.kill())
+  const created: number[] = []
+  const unanswered: string[] = []
+  const unexpected: string[] = []
+  let n = 0
+  let sent = 0
+  const client = async () => {
+    for (;;) {
+      sent++
+      const res = await fetch(`${server.url}/students`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Writer', email: `writer${++n}@example.com`, age: 20, dob: '2000-01-01' })
+      }).catch((error: { cause?: { code?: string } }) => failure(error))
+      if (res === 'refused') return
+      if (typeof res === 'string') { unanswered.push(res); continue }
+      if (res.status === 201) created.push(((await res.json()) as { id: number }).id)
+      else if (res.status === 503 && res.headers.get('retry-after') && res.headers.get('connection') === 'close') await res.arrayBuffer()
+      else unexpected.push(`${res.status} ${res.headers.get('connection')} ${await res.text()}`)
+    }
+  }
+  const load = Promise.all(Array.from({ length: 20 }, client))
+  await sleep(1_500)
+  const exited = once(server.process, 'exit')
+  server.process.kill('SIGTERM')
+  const [code] = await exited
+  await load
+
+  t.equal(code, 0)
+  t.same(unanswered, [], `none of ${sent} requests was left without an answer`)
+  t.same(unexpected, [], 'every answer was 201, or 503 with Retry-After and Connection: close')
+  const db = new pg.Client({ host: env.DB_HOST, port: Number(env.DB_PORT), database: env.DB_NAME, user: env.DB_USER, password: env.DB_PASSWORD })
+  await db.connect()
+  const { rows } = await db.query<{ id: number }>("select id from students where email like 'writer%'")
+  await db.end()
+  t.same(rows.map(row => row.id).sort((a, b) => a - b), [...created].sort((a, b) => a - b), `every one of the ${created.length} students answered 201 exists, and nothing else`)
+})
+
+t.test('SHUTDOWN_DELAY: after SIGTERM /health/ready answers 503 at once while requests are still served, each closing its connection; then the process exits 0', async t => {
+  const server = await startServer({ ...await databaseEnv(t), SHUTDOWN_DELAY: '1500ms' })
+  t.teardown(() => server.kill())
+  t.equal((await fetch(`${server.url}/health/ready`)).status, 200)
+  // A keep-alive connection left idle, answered before SIGTERM: the drain closes it.
+  const agent = new http.Agent({ keepAlive: true })
+  t.teardown(() => agent.destroy())
+  const idle = await new Promise<http.IncomingMessage>(resolve => http.get(`${server.url}/health/live`, { agent }, resolve))
+  idle.resume()
+  const idleClosed = once(idle.socket, 'close')
+  const exited = once(server.process, 'exit')
+  const signalled = Date.now()
+  server.process.kill('SIGTERM')
+  await sleep(300)
+  const ready = await fetch(`${server.url}/health/ready`)
+  t.equal(ready.status, 503, 'not ready')
+  t.ok(ready.headers.get('retry-after'), 'with Retry-After')
+  const served = await fetch(`${server.url}/students?limit=1`)
+  t.equal(served.status, 200, 'still serving')
+  t.equal(served.headers.get('connection'), 'close', 'closing each connection after its answer')
+  const [code] = await exited
+  t.equal(code, 0)
+  t.ok(Date.now() - signalled >= 1_500, 'after the delay')
+  await idleClosed
+  t.pass('the idle keep-alive connection was closed')
+})

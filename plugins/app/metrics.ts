@@ -2,6 +2,7 @@ import cluster from 'node:cluster'
 import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { boundAddress, closeMetrics, serveMetrics } from '../../lib/process/metrics-server.js'
 
@@ -10,8 +11,8 @@ declare module 'fastify' {
     metrics: Metrics
   }
   interface FastifyRequest {
-    /** The request was counted in flight (the metrics' onRequest hook ran for it). */
-    countedInFlight: boolean
+    /** 1 while the request counts in flight (from the metrics' onRequest hook to its answer), else 0. */
+    countedInFlight: number
   }
 }
 
@@ -57,7 +58,7 @@ export default fp(async (fastify) => {
     address: null
   }
   fastify.decorate('metrics', metrics)
-  fastify.decorateRequest('countedInFlight', false)
+  fastify.decorateRequest('countedInFlight', 0)
   const listener = fastify.config.metrics
   if (listener === null) return
 
@@ -70,16 +71,28 @@ export default fp(async (fastify) => {
     buckets: DURATION_BUCKETS,
     registers: [registry]
   })
-  const inFlight = new Gauge({ name: 'http_requests_in_flight', help: 'Requests received and not yet answered', registers: [registry] })
+  // A plain count on the hot path, which the gauge reads when scraped.
+  let inFlight = 0
+  registry.registerMetric(new Gauge({ name: 'http_requests_in_flight', help: 'Requests received and not yet answered', registers: [], collect () { this.set(inFlight) } }))
   fastify.addHook('onRequest', (request, _reply, done) => {
-    inFlight.inc()
-    request.countedInFlight = true
+    inFlight++
+    request.countedInFlight = 1
     done()
   })
+  // Out of flight once, whichever comes: the answer, or the client going first (whose request
+  // may never be answered, or answered too: Fastify promises neither). A request answered by
+  // a hook before this plugin's onRequest ran (load shedding) never counted.
+  function land (request: FastifyRequest): void {
+    inFlight -= request.countedInFlight
+    request.countedInFlight = 0
+  }
   fastify.addHook('onResponse', (request, reply, done) => {
-    // A hook before this plugin's may have answered before its onRequest ran (load shedding).
-    if (request.countedInFlight) inFlight.dec()
+    land(request)
     duration.observe({ method: request.method, route: request.routeOptions.url ?? NO_ROUTE, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    done()
+  })
+  fastify.addHook('onRequestAbort', (request, done) => {
+    land(request)
     done()
   })
 

@@ -1,7 +1,9 @@
+import { once } from 'node:events'
+import net, { type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
 import app, { serverOptions } from '../../../app.js'
-import { build, createDatabase, testConfig, type ConfigChange } from '../../helper.js'
+import { build, createDatabase, testConfig, within, type ConfigChange } from '../../helper.js'
 import { scrape as scrapeUrl, series, value } from '../../prometheus.js'
 import { bearer, userWithRoles } from '../../routes/api/accounts.js'
 import { ada, student } from '../../routes/students/fixtures.js'
@@ -75,6 +77,21 @@ t.test('requests by method, route template and status; pools, limits, replays an
   const head = await fetch(metricsUrl(app), { method: 'HEAD' })
   t.equal(head.status, 200, 'and HEAD')
   t.equal(await head.text(), '')
+})
+
+t.test('a request whose client goes before the answer is out of flight', async t => {
+  const app = await build(t, metricsOn)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as AddressInfo
+  const inFlight = async () => value(await scrape(t, app), 'http_requests_in_flight')
+  // Half a body: the request waits for the rest, in flight.
+  const socket = net.connect(port, '127.0.0.1')
+  await once(socket, 'connect')
+  socket.write('POST /students HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":')
+  t.ok(await within(5_000, async () => await inFlight() === 1), 'in flight while its body comes')
+  socket.destroy()
+  t.ok(await within(5_000, async () => await inFlight() === 0), 'out of flight once its client has gone')
+  t.equal(await inFlight(), 0, 'once only')
 })
 
 t.test('the caller cache\'s hits, misses and size; the password hashing', async t => {

@@ -76,6 +76,10 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
     const { port } = fastify.server.address() as AddressInfo
     const origin = listeningOrigin(config.host, port)
     fastify.log.info({ url: origin, documentation: `${origin}/documentation` }, `serving at ${origin}; the API documentation is at ${origin}/documentation`)
+    if (fastify.metrics.address) {
+      const metrics = `${listeningOrigin(config.metrics!.host, fastify.metrics.address.port)}/metrics`
+      fastify.log.info({ metrics }, `serving the metrics at ${metrics}`)
+    }
   } catch (error) {
     fastify.log.fatal({ err: error }, 'could not start')
     await fastify.close()

@@ -18,11 +18,14 @@ export const freePort = async () => {
 
 export interface Server { name: string, url: string, process: ChildProcess }
 
-/** Starts a server process and waits until it answers. */
+/**
+ * Starts a server process and waits until it answers. Its metrics listener, on unless the
+ * target turns it off, takes any free port: the targets run side by side.
+ */
 export async function start (name: string, args: string[], env: NodeJS.ProcessEnv): Promise<Server> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`
-  const child = spawn(process.execPath, args, { env: { ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] })
+  const child = spawn(process.execPath, args, { env: { METRICS_PORT: '0', ...env, PORT: String(port), HOST: '127.0.0.1' }, stdio: ['ignore', 'ignore', 'inherit'] })
   let exited = false
   child.once('exit', () => { exited = true })
   for (const deadline = Date.now() + 60_000; ;) {

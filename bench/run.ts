@@ -33,6 +33,8 @@ const POSTGRES_JS = 'ceiling, postgres.js'
 const KEYED = 'service, API key'
 /** The service writing no audit log, for what the log costs a write. */
 const UNAUDITED = 'service, audit log off'
+/** The service with no metrics (METRICS_PORT=off), for what the metrics cost a request. */
+const UNMEASURED = 'service, metrics off'
 /** The service behind PgBouncer in transaction mode (DB_POOLER=transaction), where it is installed. */
 const POOLED = 'service through PgBouncer'
 /** The service answering refreshes in the login's rounds. */
@@ -99,6 +101,8 @@ try {
   servers.push(workers)
   const unaudited = await start(UNAUDITED, ['dist/server.js'], { ...env, AUDIT_LOG: 'off' })
   servers.push(unaudited)
+  const unmeasured = await start(UNMEASURED, ['dist/server.js'], { ...env, METRICS_PORT: 'off' })
+  servers.push(unmeasured)
   // As many server connections as the service's pool has: what the pooler costs, not a smaller pool.
   const pooledTargets: Server[] = []
   if (pgbouncerInstalled) {
@@ -132,8 +136,8 @@ try {
   // under another name, measured in the same rounds as the others for a ratio between them.
   type Target = Server | { server: Server, name: string, next: () => Request }
   const scenarios: { name: string, targets: Target[], next: () => Request }[] = [
-    // Logging off and two workers beside the others, in the same rounds, for the ratios between them.
-    { name: 'student GET by id', targets: [service, quiet, workers, ceiling, postgresCeiling, peer, ...pooledTargets], next: studentById },
+    // Logging off, metrics off and two workers beside the others, in the same rounds, for the ratios between them.
+    { name: 'student GET by id', targets: [service, quiet, unmeasured, workers, ceiling, postgresCeiling, peer, ...pooledTargets], next: studentById },
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
     { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
@@ -313,6 +317,7 @@ try {
     'refresh ÷ login': paired('login', REFRESH, 'service'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
     'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
+    'metrics on ÷ off': paired('student GET by id', 'service', UNMEASURED),
     '2 workers ÷ 1 process, student GET by id': paired('student GET by id', 'service, 2 workers', 'service'),
     '2 workers ÷ 1 process, authenticated GET': paired('client GET by id (auth)', 'service, 2 workers', 'service'),
     'million: filtered and sorted page ÷ plain page': pairedRounds('million: filtered and sorted page', 'million: plain page of 100'),

@@ -7,7 +7,8 @@ import app, { serverOptions } from '../app.js'
 import { loadConfig } from '../lib/process/config.js'
 import { EmbeddedPostgres } from '../lib/db/embedded-postgres.js'
 
-const config = { ...loadConfig(), logLevel: 'warn' as const }
+// No metrics listener: it would contend with a running service's for METRICS_PORT.
+const config = { ...loadConfig(), logLevel: 'warn' as const, metrics: null }
 const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
 const started = await embedded?.start()
 try {

@@ -14,7 +14,8 @@ if (!email) {
   process.exit(2)
 }
 const loaded = loadConfig()
-const config = { ...loaded, logLevel: 'warn' as const, auth: { ...loaded.auth, generateAdmin: false } }
+// A one-off command: no metrics listener beside the running service's.
+const config = { ...loaded, logLevel: 'warn' as const, auth: { ...loaded.auth, generateAdmin: false }, metrics: null }
 await ensureCommandDatabase(config)
 const fastify = Fastify(serverOptions(config))
 await fastify.register(app, { config })

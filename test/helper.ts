@@ -55,7 +55,9 @@ export function testConfig (db: DatabaseConfig, change: ConfigChange = {}): Conf
     logLevel: 'silent',
     db,
     auth: { ...config.auth, generateAdmin: false },
-    timeouts: { ...config.timeouts, maxEventLoopDelay: 60_000 }
+    timeouts: { ...config.timeouts, maxEventLoopDelay: 60_000 },
+    // Many apps run at once in a test process: no metrics listener unless a test asks for one.
+    metrics: null
   }
   if (typeof change !== 'function') return { ...base, ...change }
   const copy = structuredClone(base)

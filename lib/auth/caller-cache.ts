@@ -23,6 +23,8 @@ export class CallerCache {
   readonly #capacity: number
   #version = 0
   #enabled = false
+  #hits = 0
+  #misses = 0
 
   constructor (capacity: number) {
     this.#capacity = capacity
@@ -41,8 +43,20 @@ export class CallerCache {
     return this.#entries.size
   }
 
+  /** Lookups answered from the cache, and lookups that found nothing, since it was made. */
+  get hits (): number {
+    return this.#hits
+  }
+
+  get misses (): number {
+    return this.#misses
+  }
+
   get (jti: string): CachedCaller | undefined {
-    return this.#entries.get(jti)
+    const caller = this.#entries.get(jti)
+    if (caller === undefined) this.#misses++
+    else this.#hits++
+    return caller
   }
 
   /** Keeps what a lookup found, unless something changed since `version` was read. */

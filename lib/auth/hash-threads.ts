@@ -4,7 +4,9 @@ import type { Options } from '@node-rs/argon2'
 import pLimit, { type LimitFunction } from 'p-limit'
 
 type HashJob = { op: 'hash', password: string, options: Options } | { op: 'verify', hash: string, password: string }
-type HashReply = { value: string | boolean } | { error: string }
+type HashReply = { value: string | boolean, seconds: number } | { error: string }
+/** What a thread did: a hash, or the check of a password against one. */
+export type HashOperation = HashJob['op']
 
 /**
  * What each thread runs: its jobs, one at a time. Plain JavaScript, given as source, so that
@@ -17,7 +19,9 @@ const THREAD = `
   parentPort.on('message', job => {
     let reply
     try {
-      reply = { value: job.op === 'hash' ? hashSync(job.password, job.options) : verifySync(job.hash, job.password) }
+      const start = performance.now()
+      const value = job.op === 'hash' ? hashSync(job.password, job.options) : verifySync(job.hash, job.password)
+      reply = { value, seconds: (performance.now() - start) / 1000 }
     } catch (error) {
       reply = { error: error.message }
     }
@@ -29,6 +33,7 @@ const ARGON2 = createRequire(import.meta.url).resolve('@node-rs/argon2')
 const JOBS_A_THREAD = 2
 
 interface Job {
+  op: HashOperation
   resolve: (value: string | boolean) => void
   reject: (error: Error) => void
 }
@@ -52,6 +57,8 @@ export class HashThreads {
   readonly #held = new Map<Worker, Job[]>()
   readonly #turns: LimitFunction
   #closed = false
+  /** Told how long each job took on its thread, for the metrics. */
+  onTimed: ((op: HashOperation, seconds: number) => void) | undefined
 
   constructor (private readonly size: number) {
     this.#turns = pLimit(size * JOBS_A_THREAD)
@@ -77,6 +84,11 @@ export class HashThreads {
     await Promise.all([...this.#held.keys()].map(thread => thread.terminate()))
   }
 
+  /** Jobs waiting for their turn: not yet sent to a thread. */
+  get waiting (): number {
+    return this.#turns.pendingCount
+  }
+
   /** The threads started and not ended. */
   get threads (): number {
     return this.#held.size
@@ -91,8 +103,12 @@ export class HashThreads {
     thread.on('message', (reply: HashReply) => {
       const job = held.shift()!
       if (held.length === 0) thread.unref()
-      if ('error' in reply) job.reject(new Error(reply.error))
-      else job.resolve(reply.value)
+      if ('error' in reply) {
+        job.reject(new Error(reply.error))
+      } else {
+        this.onTimed?.(job.op, reply.seconds)
+        job.resolve(reply.value)
+      }
     })
     thread.on('exit', code => {
       this.#held.delete(thread)
@@ -114,7 +130,7 @@ export class HashThreads {
     if (thread === undefined || (fewest > 0 && this.#held.size < this.size)) thread = this.#spawn()
     const held = this.#held.get(thread)!
     return new Promise((resolve, reject) => {
-      held.push({ resolve, reject })
+      held.push({ op: job.op, resolve, reject })
       thread.ref()
       thread.postMessage(job)
     })

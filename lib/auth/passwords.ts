@@ -1,6 +1,6 @@
 import os from 'node:os'
 import { ARGON2_OPTIONS } from './argon2-options.js'
-import { HashThreads } from './hash-threads.js'
+import { HashThreads, type HashOperation } from './hash-threads.js'
 import { InvalidFields } from '../http/invalid-fields.js'
 
 /**
@@ -35,6 +35,16 @@ export class Passwords {
     const matches = await this.#threads.verify(against, password, unwanted)
     if (matches === undefined) return undefined
     return hashed !== undefined && matches
+  }
+
+  /** Hashes and checks waiting for a thread. */
+  get waiting (): number {
+    return this.#threads.waiting
+  }
+
+  /** Tells `listener` how long each hash and check took on its thread. */
+  onTimed (listener: (op: HashOperation, seconds: number) => void): void {
+    this.#threads.onTimed = listener
   }
 
   /** The hashing threads running. */

@@ -32,6 +32,14 @@ export interface Config {
   /** Updates and deletes without If-Match are refused (428). */
   requireIfMatch: boolean
   audit: AuditConfig
+  /** Where the Prometheus metrics are served, apart from the API; null: not at all (METRICS_PORT=off). */
+  metrics: MetricsConfig | null
+}
+
+export interface MetricsConfig {
+  host: string
+  /** 0: any free port. */
+  port: number
 }
 
 export interface AuditConfig {
@@ -221,6 +229,16 @@ function directServer (env: Env): Config['dbDirect'] {
   return { host: host ?? read(env, 'DB_HOST')!, port: integer(env, port === undefined ? 'DB_PORT' : 'DB_DIRECT_PORT', 5432, 1, 65535) }
 }
 
+/** METRICS_HOST and METRICS_PORT; null when METRICS_PORT is `off`. */
+function metricsListener (env: Env): MetricsConfig | null {
+  const port = read(env, 'METRICS_PORT')
+  if (port === 'off') return null
+  if (port !== undefined && !(/^\d+$/.test(port) && Number(port) <= 65535)) {
+    throw new ConfigError(`METRICS_PORT must be a port from 0 to 65535, or off, got "${port}"`)
+  }
+  return { host: text(env, 'METRICS_HOST', '127.0.0.1'), port: port === undefined ? 9464 : Number(port) }
+}
+
 /**
  * Reads and validates the configuration; throws a ConfigError naming the bad variable. A
  * relative DATA_DIR is taken from `folder` (where `npm start` runs the service: the package's).
@@ -296,6 +314,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
     audit: {
       enabled: oneOf(env, 'AUDIT_LOG', 'on', ['on', 'off']) === 'on',
       retentionSeconds: duration(env, 'AUDIT_RETENTION', 365 * 86_400)
-    }
+    },
+    metrics: metricsListener(env)
   }
 }

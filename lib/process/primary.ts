@@ -1,9 +1,12 @@
 import cluster, { type Worker } from 'node:cluster'
+import type { Server } from 'node:http'
 import { pino } from 'pino'
-import type { Config } from './config.js'
+import { AggregatorRegistry } from 'prom-client'
+import { listeningOrigin, type Config } from './config.js'
 import { claimDataDir } from '../db/data-dir-lock.js'
 import { EmbeddedPostgres } from '../db/embedded-postgres.js'
 import { forTerminal } from './logging.js'
+import { boundAddress, closeMetrics, serveMetrics } from './metrics-server.js'
 
 /** Wait before replacing a worker that died, so that one failing at once does not spin. */
 const RESTART_DELAY_MS = 1_000
@@ -11,10 +14,27 @@ const RESTART_DELAY_MS = 1_000
 /**
  * The primary process of WORKERS > 1: starts the embedded PostgreSQL (when no DB_HOST is
  * given), forks the workers, replaces any that dies, and on SIGTERM or SIGINT lets every
- * worker finish its requests in flight before it stops the database and exits.
+ * worker finish its requests in flight before it stops the database and exits. It serves the
+ * metrics listener (METRICS_PORT): the workers' metrics, summed (plugins/app/metrics.ts).
  */
 export async function runPrimary (config: Config, graceMs: number): Promise<void> {
   const log = pino(forTerminal({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } }))
+  // First, as it is the quickest to fail (a port taken).
+  let metrics: Server | undefined
+  if (config.metrics) {
+    const aggregator = new AggregatorRegistry()
+    /* c8 ignore next -- a worker that does not answer within prom-client's 5 s (stopped, or stuck) */
+    const failed = (error: unknown) => log.error({ err: error }, 'could not collect the workers\' metrics')
+    try {
+      metrics = await serveMetrics(config.metrics, { contentType: aggregator.contentType, text: () => aggregator.clusterMetrics() }, failed)
+      const url = `${listeningOrigin(config.metrics.host, boundAddress(metrics).port)}/metrics`
+      log.info({ metrics: url }, `serving the workers' metrics at ${url}`)
+    } catch (error) {
+      log.fatal({ err: error }, 'could not start')
+      process.exit(1)
+    }
+  }
+
   const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
   if (embedded) {
     try {
@@ -69,6 +89,7 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
     }, graceMs).unref()
     for (const worker of workers) worker.process.kill('SIGTERM')
     if (workers.size > 0) await exited
+    if (metrics) await closeMetrics(metrics)
     await embedded?.stop()
     process.exit(failed ? 1 : 0)
   }

@@ -162,7 +162,10 @@ export default fp(async (fastify) => {
       if (kept.rowCount === 0) throw underWay(reply)
       return { status: 201, headers, body, fresh: true }
     }))
-    if (!('fresh' in outcome)) reply.header('idempotent-replayed', 'true')
+    if (!('fresh' in outcome)) {
+      reply.header('idempotent-replayed', 'true')
+      fastify.metrics.idempotencyReplays.inc()
+    }
     return sendSerialized(reply, outcome)
   })
 
@@ -195,6 +198,7 @@ export default fp(async (fastify) => {
         if (kept.fingerprint !== print) throw otherRequest()
         if (kept.body === null && !kept.record!.startsWith(`${mark} `)) throw keptByAnotherVersion()
         reply.header('idempotent-replayed', 'true')
+        fastify.metrics.idempotencyReplays.inc()
         if (kept.body !== null) return sendSerialized(reply, kept as StoredAnswer)
         // The row is read back as the INSERT's own rows are, by the row function its statement
         // made when PostgreSQL described them: it has just run here, and a statement's
@@ -220,4 +224,4 @@ export default fp(async (fastify) => {
   })
   const sweeping = setInterval(() => { void fastify.idempotency.sweep() }, Math.min(ttlSeconds * 1000, SWEEP_EVERY_MS)).unref()
   fastify.addHook('onClose', async () => clearInterval(sweeping))
-}, { name: 'idempotency', dependencies: ['config', 'knex', 'sensible', 'request-timing'] })
+}, { name: 'idempotency', dependencies: ['config', 'knex', 'sensible', 'request-timing', 'metrics'] })

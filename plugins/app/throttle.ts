@@ -79,6 +79,7 @@ export default fp(async (fastify) => {
       check (reply, counts) {
         const over = counts.filter(({ key, hits }) => hits > (key === ipKey ? perIp : perEmail))
         if (over.length > 0) {
+          fastify.metrics.rateLimitRejections.inc({ scope })
           reply.header('retry-after', String(Math.max(1, ...over.map(count => count.retry_after))))
           throw fastify.httpErrors.tooManyRequests('Too many attempts; try again later')
         }
@@ -93,4 +94,4 @@ export default fp(async (fastify) => {
     const { rows } = await hit([counted.windowSeconds, counted.ipKey, counted.emailCounter])
     counted.check(reply, rows)
   })
-}, { name: 'throttle', dependencies: ['config', 'knex', 'sensible'] })
+}, { name: 'throttle', dependencies: ['config', 'knex', 'sensible', 'metrics'] })

@@ -20,7 +20,8 @@ export interface ServerProcess {
  * otherwise hold its output pipe open and keep the test file from ending.
  */
 export function spawnServer (env: NodeJS.ProcessEnv, stderr: 'inherit' | 'pipe' = 'inherit') {
-  return spawn(process.execPath, [...process.execArgv, 'server.ts'], { env, stdio: ['ignore', 'pipe', stderr], detached: true })
+  // Metrics on any free port, so that servers running at once do not contend for 9464.
+  return spawn(process.execPath, [...process.execArgv, 'server.ts'], { env: { METRICS_PORT: '0', ...env }, stdio: ['ignore', 'pipe', stderr], detached: true })
 }
 
 /** Kills a process group started by spawnServer, if anything of it still runs. */

@@ -37,4 +37,8 @@ t.test('start-up says where the service and its documentation are', async t => {
   const line = serving()
   t.match(line, { url: server.url, documentation: `${server.url}/documentation`, msg: `serving at ${server.url}; the API documentation is at ${server.url}/documentation` })
   t.equal((await fetch(line!.documentation as string)).status, 200, 'and the documentation is there')
+  const metrics = server.logs.find(entry => typeof entry.metrics === 'string')
+  t.match(metrics, { msg: /^serving the metrics at http:\/\/127\.0\.0\.1:\d+\/metrics$/ }, 'and where the metrics are')
+  t.equal((await fetch(metrics!.metrics as string)).status, 200, 'which are there')
+  t.equal((await fetch(`${server.url}/metrics`)).status, 404, 'and not on the API\'s port')
 })

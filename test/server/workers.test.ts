@@ -1,6 +1,8 @@
 import { once } from 'node:events'
+import net from 'node:net'
 import t from 'tap'
 import { within } from '../helper.js'
+import { scrape, value } from '../prometheus.js'
 import { databaseEnv, listeningWorkers, startServer } from './process.js'
 
 t.test('WORKERS=2: two processes on one port; a worker that dies is replaced; SIGTERM stops them all', async t => {
@@ -41,4 +43,32 @@ t.test('WORKERS=2 where the workers cannot start: the primary exits 1', async t 
   const env = { ...await databaseEnv(t), WORKERS: '2', DB_PORT: '1' }
   const server = startServer(env)
   await t.rejects(server, /server exited with 1/)
+})
+
+t.test('WORKERS=2: the primary serves the workers\' metrics, summed; the workers have no listener of their own', async t => {
+  const server = await startServer({ ...await databaseEnv(t), WORKERS: '2' })
+  t.teardown(() => server.kill())
+  t.ok(await within(60_000, () => listeningWorkers(server).length === 2), 'both workers listen')
+  const listeners = server.logs.filter(entry => typeof entry.metrics === 'string')
+  t.equal(listeners.length, 1, 'one metrics listener')
+  t.equal(listeners[0]!.role, 'primary', 'the primary\'s')
+  // A connection each, so that both workers may serve some.
+  for (let i = 0; i < 6; i++) t.equal((await fetch(`${server.url}/students`, { headers: { connection: 'close' } })).status, 200)
+
+  const scraped = await scrape(t, listeners[0]!.metrics as string)
+  t.equal(value(scraped, 'http_request_duration_seconds_count', { method: 'GET', route: '/students', status_code: '200' }), 6, 'every worker\'s requests')
+  t.ok(value(scraped, 'db_pool_connections', { pool: 'pg' }) >= 1, 'the pools of the workers')
+  t.ok(scraped.families.has('nodejs_heap_size_used_bytes'), 'and their processes')
+
+  const exited = once(server.process, 'exit')
+  server.process.kill('SIGTERM')
+  t.equal((await exited)[0], 0, 'the primary closes its listener and exits 0')
+})
+
+t.test('WORKERS=2 where the metrics port is taken: the primary exits 1 before it starts any worker', async t => {
+  const taken = net.createServer().listen(0, '127.0.0.1')
+  await once(taken, 'listening')
+  t.teardown(() => taken.close())
+  const env = { ...await databaseEnv(t), WORKERS: '2', METRICS_PORT: String((taken.address() as net.AddressInfo).port) }
+  await t.rejects(startServer(env), /server exited with 1/)
 })

@@ -51,7 +51,8 @@ t.test('defaults, with the embedded database', async t => {
     },
     idempotencyTtlSeconds: 86_400,
     requireIfMatch: false,
-    audit: { enabled: true, retentionSeconds: 365 * 86_400 }
+    audit: { enabled: true, retentionSeconds: 365 * 86_400 },
+    metrics: { host: '127.0.0.1', port: 9464 }
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
   t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
@@ -180,8 +181,10 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ DB_DIRECT_HOST: 'db' }, /^DB_DIRECT_HOST needs DB_HOST/],
     [{ DB_DIRECT_PORT: '5432' }, /^DB_DIRECT_PORT needs DB_HOST/],
     [{ ...withDb, DB_DIRECT_PORT: 'x' }, /^DB_DIRECT_PORT must be a whole number from 1 to 65535, got "x"$/],
+    [{ ...withDb, METRICS_PORT: 'no' }, /^METRICS_PORT must be a port from 0 to 65535, or off, got "no"$/],
+    [{ ...withDb, METRICS_PORT: '65536' }, /^METRICS_PORT must be a port from 0 to 65535, or off/],
     // A value of blanks was set on purpose, to no value: never silently the default.
-    ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'DB_POOLER', 'DB_DIRECT_HOST', 'DB_DIRECT_PORT', 'JWT_TTL', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
+    ...['PORT', 'HOST', 'WORKERS', 'LOG_LEVEL', 'DB_PORT', 'DB_NAME', 'DB_POOL_MAX', 'DB_POOLER', 'DB_DIRECT_HOST', 'DB_DIRECT_PORT', 'JWT_TTL', 'METRICS_HOST', 'METRICS_PORT', 'HANDLER_TIMEOUT', 'DATA_DIR', 'ADMIN_EMAIL', 'REGISTER_ROLES'].map(name =>
       [{ ...withDb, [name]: ' ' }, new RegExp(`^${name} is blank: give it a value, or leave it unset for the default$`)] as [Record<string, string>, RegExp]),
     [{ DB_HOST: '  ', JWT_SECRET: SECRET }, /^DB_HOST is blank/],
     [{ DB_HOST: 'db', JWT_SECRET: ' '.repeat(40) }, /^JWT_SECRET is blank/]
@@ -200,6 +203,12 @@ t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async
 t.test('AUDIT_RETENTION takes a duration, AUDIT_LOG on or off', async t => {
   const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, AUDIT_RETENTION: '90d', AUDIT_LOG: 'off' })
   t.same(config.audit, { enabled: false, retentionSeconds: 90 * 86_400 })
+})
+
+t.test('METRICS_HOST and METRICS_PORT place the metrics listener; METRICS_PORT=off turns it off', async t => {
+  t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, METRICS_HOST: '0.0.0.0', METRICS_PORT: '9100' }).metrics, { host: '0.0.0.0', port: 9100 })
+  t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, METRICS_PORT: '0' }).metrics, { host: '127.0.0.1', port: 0 }, '0: any free port')
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, METRICS_PORT: 'off' }).metrics, null)
 })
 
 t.test('an empty value is unset: the default applies', async t => {

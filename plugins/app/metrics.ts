@@ -1,0 +1,185 @@
+import cluster from 'node:cluster'
+import type { Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { boundAddress, closeMetrics, serveMetrics } from '../../lib/process/metrics-server.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Metrics
+  }
+  interface FastifyRequest {
+    /** 1 while the request counts in flight (from the metrics' onRequest hook to its answer), else 0. */
+    countedInFlight: number
+  }
+}
+
+export interface Metrics {
+  /** This app's own registry: several apps in one process (the tests) each count their own. */
+  registry: Registry
+  /** Attempts refused 429 by a rate limit, by the limit's scope (login, register, refresh, not-found). */
+  rateLimitRejections: Counter<'scope'>
+  /** Creates answered again from an Idempotency-Key's kept answer. */
+  idempotencyReplays: Counter
+  /** Where the metrics listener is bound; null when this process has none (METRICS_PORT=off, or a worker: the primary serves). */
+  address: AddressInfo | null
+}
+
+/** The part of knex's pool (tarn) the gauges read: its public counts. */
+interface TarnCounts {
+  numUsed: () => number
+  numFree: () => number
+  numPendingAcquires: () => number
+}
+
+/** Seconds: from a cached GET (a millisecond) to HANDLER_TIMEOUT's 15 s. */
+const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30]
+/** Seconds: an argon2id hash takes tens of milliseconds, more on a loaded machine. */
+const HASH_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5]
+/** The route label of requests that matched no route, so that scanned URLs make no new series. */
+const NO_ROUTE = 'no route'
+
+/**
+ * Prometheus metrics (docs/deployment.md, "Metrics"): requests by method, route template and
+ * status; the database pools, the caller cache, the password hashing, rate-limit rejections,
+ * idempotent replays; and prom-client's process metrics. Served on a listener of its own
+ * (METRICS_HOST, METRICS_PORT), never on the API's port. METRICS_PORT=off: no hooks, no
+ * process metrics, no listener. Under WORKERS, the primary serves the workers' metrics summed
+ * (lib/process/primary.ts), and each worker answers it with this registry.
+ */
+export default fp(async (fastify) => {
+  const registry = new Registry()
+  const metrics: Metrics = {
+    registry,
+    rateLimitRejections: new Counter({ name: 'rate_limit_rejections_total', help: 'Attempts refused 429 by a rate limit, by its scope', labelNames: ['scope'], registers: [registry] }),
+    idempotencyReplays: new Counter({ name: 'idempotency_replays_total', help: 'Creates answered again from the answer kept for their Idempotency-Key', registers: [registry] }),
+    address: null
+  }
+  fastify.decorate('metrics', metrics)
+  fastify.decorateRequest('countedInFlight', 0)
+  const listener = fastify.config.metrics
+  if (listener === null) return
+
+  collectDefaultMetrics({ register: registry })
+
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'Time from receiving a request to sending its answer, by method, route template and status',
+    labelNames: ['method', 'route', 'status_code'],
+    buckets: DURATION_BUCKETS,
+    registers: [registry]
+  })
+  // A plain count on the hot path, which the gauge reads when scraped.
+  let inFlight = 0
+  registry.registerMetric(new Gauge({ name: 'http_requests_in_flight', help: 'Requests received and not yet answered', registers: [], collect () { this.set(inFlight) } }))
+  fastify.addHook('onRequest', (request, _reply, done) => {
+    inFlight++
+    request.countedInFlight = 1
+    done()
+  })
+  // Out of flight once, whichever comes: the answer, or the client going first (whose request
+  // may never be answered, or answered too: Fastify promises neither). A request answered by
+  // a hook before this plugin's onRequest ran (load shedding) never counted.
+  function land (request: FastifyRequest): void {
+    inFlight -= request.countedInFlight
+    request.countedInFlight = 0
+  }
+  fastify.addHook('onResponse', (request, reply, done) => {
+    land(request)
+    duration.observe({ method: request.method, route: request.routeOptions.url ?? NO_ROUTE, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    done()
+  })
+  fastify.addHook('onRequestAbort', (request, done) => {
+    land(request)
+    done()
+  })
+
+  // Live values, read when scraped rather than counted on every event (registered here, as a
+  // bare `new` of one that registers itself would read as a mistake).
+  const tarn = fastify.knex.client.pool as unknown as TarnCounts
+  const pg = fastify.pgPool
+  registry.registerMetric(new Gauge({
+    name: 'db_pool_connections',
+    help: 'Connections open in each database pool (knex: the queries built with knex; pg: the prepared queries)',
+    labelNames: ['pool'],
+    registers: [],
+    collect () {
+      this.set({ pool: 'knex' }, tarn.numUsed() + tarn.numFree())
+      this.set({ pool: 'pg' }, pg.totalCount)
+    }
+  }))
+  registry.registerMetric(new Gauge({
+    name: 'db_pool_connections_in_use',
+    help: 'Connections of each database pool lent out to a query or transaction',
+    labelNames: ['pool'],
+    registers: [],
+    collect () {
+      this.set({ pool: 'knex' }, tarn.numUsed())
+      this.set({ pool: 'pg' }, pg.totalCount - pg.idleCount)
+    }
+  }))
+  registry.registerMetric(new Gauge({
+    name: 'db_pool_waiting',
+    help: 'Queries waiting for a free connection of each database pool',
+    labelNames: ['pool'],
+    registers: [],
+    collect () {
+      this.set({ pool: 'knex' }, tarn.numPendingAcquires())
+      this.set({ pool: 'pg' }, pg.waitingCount)
+    }
+  }))
+
+  const cache = fastify.callerCache
+  // The cache counts for itself; a scrape adds what it counted since the last one.
+  let hitsSeen = 0
+  let missesSeen = 0
+  registry.registerMetric(new Counter({
+    name: 'auth_cache_hits_total',
+    help: 'Token and API key checks answered from the caller cache',
+    registers: [],
+    collect () {
+      this.inc(cache.hits - hitsSeen)
+      hitsSeen = cache.hits
+    }
+  }))
+  registry.registerMetric(new Counter({
+    name: 'auth_cache_misses_total',
+    help: 'Token and API key checks the caller cache could not answer (the database did)',
+    registers: [],
+    collect () {
+      this.inc(cache.misses - missesSeen)
+      missesSeen = cache.misses
+    }
+  }))
+  registry.registerMetric(new Gauge({ name: 'auth_cache_size', help: 'Callers held by the caller cache', registers: [], collect () { this.set(cache.size) } }))
+
+  const passwords = fastify.passwords
+  registry.registerMetric(new Gauge({ name: 'password_hash_queue_depth', help: 'Password hashes and checks waiting for a hashing thread', registers: [], collect () { this.set(passwords.waiting) } }))
+  const hashTime = new Histogram({
+    name: 'password_hash_duration_seconds',
+    help: 'Time an argon2id hash (operation="hash") or check ("verify") took on its thread',
+    labelNames: ['operation'],
+    buckets: HASH_BUCKETS,
+    registers: [registry]
+  })
+  passwords.onTimed((operation, seconds) => hashTime.observe({ operation }, seconds))
+
+  if (cluster.isWorker) {
+    // The primary asks each worker for this registry's metrics and serves their sum. A worker
+    // answers once an AggregatorRegistry has been made in it: that adds prom-client's listener.
+    new AggregatorRegistry() // eslint-disable-line no-new
+    AggregatorRegistry.setRegistries([registry])
+    return
+  }
+  let server: Server | undefined
+  fastify.addHook('onReady', async () => {
+    server = await serveMetrics(listener, { contentType: registry.contentType, text: () => registry.metrics() },
+      error => fastify.log.error({ err: error }, 'could not collect the metrics'))
+    metrics.address = boundAddress(server)
+  })
+  fastify.addHook('onClose', async () => {
+    if (server) await closeMetrics(server)
+  })
+}, { name: 'metrics', dependencies: ['config', 'knex', 'caller-cache', 'passwords'] })

@@ -95,15 +95,26 @@ export async function insert<Row, Args extends Scalar[]> (insertion: Insertion<R
   }
 }
 
+/**
+ * A FATAL error (the backend terminated, the server shutting down) ends the session: the server
+ * closes the connection right after it, but pg hears of the close only later.
+ */
+const endsSession = (error: unknown) => (error as { severity?: string }).severity === 'FATAL'
+
 /** Runs a statement on a connection of the pool. */
 export async function runOnPool<Row> (pool: pg.Pool, statement: Statement<Row>, values: Scalar[]): Promise<StatementResult<Row>> {
   const connection = await pool.connect()
+  let ended: Error | undefined
   try {
     return await statement.run(connection, values)
+  } catch (error) {
+    if (endsSession(error)) ended = error as Error
+    throw error
   } finally {
     // An SQL error leaves the connection as good as before (each execution ends with a Sync);
-    // one that has failed is dropped by the pool, which checks.
-    connection.release()
+    // one that has failed is dropped by the pool, which checks; one whose session ended is
+    // dropped here, or the pool could lend it out before pg hears it closed.
+    connection.release(ended)
   }
 }
 

@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { boundAddress, closeMetrics, serveMetrics } from '../../lib/process/metrics-server.js'
+import { RequestDurations } from '../../lib/process/request-durations.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -64,13 +65,8 @@ export default fp(async (fastify) => {
 
   collectDefaultMetrics({ register: registry })
 
-  const duration = new Histogram({
-    name: 'http_request_duration_seconds',
-    help: 'Time from receiving a request to sending its answer, by method, route template and status',
-    labelNames: ['method', 'route', 'status_code'],
-    buckets: DURATION_BUCKETS,
-    registers: [registry]
-  })
+  const duration = new RequestDurations('http_request_duration_seconds', 'Time from receiving a request to sending its answer, by method, route template and status', DURATION_BUCKETS)
+  registry.registerMetric(duration.asMetric())
   // A plain count on the hot path, which the gauge reads when scraped.
   let inFlight = 0
   registry.registerMetric(new Gauge({ name: 'http_requests_in_flight', help: 'Requests received and not yet answered', registers: [], collect () { this.set(inFlight) } }))
@@ -88,7 +84,7 @@ export default fp(async (fastify) => {
   }
   fastify.addHook('onResponse', (request, reply, done) => {
     land(request)
-    duration.observe({ method: request.method, route: request.routeOptions.url ?? NO_ROUTE, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    duration.observe(request.method, request.routeOptions.url ?? NO_ROUTE, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
   fastify.addHook('onRequestAbort', (request, done) => {

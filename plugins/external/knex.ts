@@ -34,6 +34,10 @@ export default fp(async (fastify) => {
   })
   // An idle connection that the server closes is dropped from the pool; without a listener it would end the process.
   pool.on('error', error => fastify.log.warn({ err: error }, 'idle database connection lost'))
+  // One lent out that fails (killed, reset) fails its query, whose caller answers for it, and
+  // the pool drops it on release. pg emits the error on the client too, where the pool listens
+  // only while it is idle: unheard, it would end the process.
+  pool.on('connect', client => client.on('error', error => fastify.log.debug({ err: error }, 'database connection lost under a query')))
   fastify.decorate('knex', db)
   fastify.decorate('pgPool', pool)
   fastify.decorate('database', { knex: db, pool })

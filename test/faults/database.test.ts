@@ -160,3 +160,25 @@ t.test('overloaded: 503 with Retry-After at once instead of growing latency; bac
 
   t.ok(await within(10_000, async () => (await app.inject({ url: '/students' })).statusCode === 200), 'serving again within 10 s')
 })
+
+t.test('a connection killed under a prepared query: that request gets 503, and the service serves on', async t => {
+  const app = await build(t)
+  const { id } = (await app.inject({ method: 'POST', url: '/students', payload: { name: 'Kept', email: 'kept@example.com', age: 20, dob: '2000-01-01' } })).json()
+  // The read waits on a lock held here, so that its connection is lent out, mid-query, when killed.
+  const holder = new pg.Client(app.config.db!)
+  await holder.connect()
+  t.teardown(() => holder.end())
+  await holder.query('begin')
+  await holder.query('lock table students in access exclusive mode')
+  const read = app.inject({ url: `/students/${id}` })
+  t.ok(await within(5_000, async () => {
+    const { rowCount } = await holder.query("select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()")
+    return rowCount === 1
+  }), 'the waiting read\'s connection killed')
+  const res = await read
+  t.equal(res.statusCode, 503)
+  t.match(res.json(), { success: false, statusCode: 503, message: 'The database is unavailable; try again later' })
+  await holder.query('commit')
+  const after = await app.inject({ url: `/students/${id}` })
+  t.equal(after.statusCode, 200, `serving on: ${after.body}`)
+})

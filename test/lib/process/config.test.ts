@@ -51,7 +51,8 @@ t.test('defaults, with the embedded database', async t => {
     },
     idempotencyTtlSeconds: 86_400,
     requireIfMatch: false,
-    audit: { enabled: true, retentionSeconds: 365 * 86_400 }
+    audit: { enabled: true, retentionSeconds: 365 * 86_400 },
+    tracing: null
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
   t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
@@ -200,6 +201,26 @@ t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async
 t.test('AUDIT_RETENTION takes a duration, AUDIT_LOG on or off', async t => {
   const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, AUDIT_RETENTION: '90d', AUDIT_LOG: 'off' })
   t.same(config.audit, { enabled: false, retentionSeconds: 90 * 86_400 })
+})
+
+t.test('traces: on when a collector is named or OTEL_TRACES_EXPORTER=otlp, off otherwise', async t => {
+  const env = { DB_HOST: 'db', JWT_SECRET: SECRET }
+  t.equal(loadConfig(env).tracing, null, 'off without a collector')
+  t.same(loadConfig({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing,
+    { endpoint: 'http://collector:4318/v1/traces', serviceName: 'student-records-api' }, 'the traces path added to OTEL_EXPORTER_OTLP_ENDPOINT')
+  t.same(loadConfig({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.internal/ingest', OTEL_SERVICE_NAME: 'records-eu' }).tracing,
+    { endpoint: 'https://traces.internal/ingest', serviceName: 'records-eu' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT taken whole')
+  t.same(loadConfig({ ...env, OTEL_TRACES_EXPORTER: 'otlp' }).tracing,
+    { endpoint: 'http://localhost:4318/v1/traces', serviceName: 'student-records-api' }, 'otlp alone: the default collector')
+  t.equal(loadConfig({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing, null, 'none turns them off')
+  const refused = {
+    'OTEL_TRACES_EXPORTER must be one of otlp, none, got "jaeger"': { OTEL_TRACES_EXPORTER: 'jaeger' },
+    'OTEL_EXPORTER_OTLP_ENDPOINT must be an http or https URL, got "collector:4318"': { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http or https URL, got "not a url"': { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' }
+  }
+  for (const [message, change] of Object.entries(refused)) {
+    t.throws(() => loadConfig({ ...env, ...change }), { name: 'ConfigError', message }, JSON.stringify(change))
+  }
 })
 
 t.test('an empty value is unset: the default applies', async t => {

@@ -17,16 +17,16 @@ export interface ActiveTrace {
 export const activeTrace = new AsyncLocalStorage<ActiveTrace>()
 
 /** Runs `work` in a span of its own under the request's, ended when it settles; a failure marks it ERROR. */
-export async function inSpan<T> (active: ActiveTrace, name: string, kind: SpanKind, attributes: Attributes, work: () => Promise<T>): Promise<T> {
+export function inSpan<T> (active: ActiveTrace, name: string, kind: SpanKind, attributes: Attributes, work: () => Promise<T>): Promise<T> {
   const span = active.tracer.startSpan(name, { kind, attributes }, active.context)
-  try {
-    return await work()
-  } catch (error) {
-    failed(span, error)
-    throw error
-  } finally {
+  return work().then(result => {
     span.end()
-  }
+    return result
+  }, (error: unknown) => {
+    failed(span, error)
+    span.end()
+    throw error
+  })
 }
 
 /** Marks a span as failed by this error. */

@@ -17,5 +17,5 @@ export function sqlAttributes (text: string): Attributes {
 
 /** The statement's command, `SELECT`, `INSERT`, …, `WITH` for a CTE: its first word. */
 function operation (text: string): string {
-  return /^\s*(\w+)/.exec(text)?.[1]?.toUpperCase() ?? ''
+  return text.trimStart().split(/\s/, 1)[0]!.toUpperCase()
 }

@@ -1,8 +1,11 @@
 import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { Writable } from 'node:stream'
+import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import { build } from '../../helper.js'
+import app, { serverOptions } from '../../../app.js'
+import { build, createDatabase, testConfig } from '../../helper.js'
 import { ada } from '../../routes/students/fixtures.js'
 
 /** A span as OTLP/HTTP's JSON has it, with its attributes as a plain object. */
@@ -81,6 +84,10 @@ t.test('with tracing on, a request is a SERVER span under the caller\'s, with it
   const loginTrace = TRACEPARENT.exec(login.headers.traceparent as string)![1]
   t.not(loginTrace, CALLER_TRACE, 'without a traceparent, a trace of its own')
 
+  const register = await app.inject({ method: 'POST', url: '/api/register', payload: { name: 'Grace', email: 'grace@example.com', password: 'a long password', c_password: 'a long password' } })
+  t.equal(register.statusCode, 201)
+  const registerTrace = TRACEPARENT.exec(register.headers.traceparent as string)![1]
+
   t.equal((await app.inject({ method: 'GET', url: '/no/such/route' })).statusCode, 404)
   const preflight = await app.inject({ method: 'OPTIONS', url: '/students', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } })
   t.equal(preflight.statusCode, 204)
@@ -119,12 +126,35 @@ t.test('with tracing on, a request is a SERVER span under the caller\'s, with it
   t.equal(loginServer.name, 'POST /api/login')
   t.match(spans.find(span => span.parentSpanId === loginServer.spanId && span.name === 'passwords.verify'), { kind: INTERNAL }, 'the password check is a span of its own')
 
+  const registerServer = spans.find(span => span.kind === SERVER && span.traceId === registerTrace)!
+  const registerChildren = spans.filter(span => span.parentSpanId === registerServer.spanId)
+  t.match(registerChildren.find(span => span.name === 'passwords.hash'), { kind: INTERNAL }, 'the password hashed is a span of its own')
+  t.match(registerChildren.find(span => span.name.startsWith('knex ')), { kind: CLIENT, attributes: { 'db.system.name': 'postgresql' } }, 'knex\'s queries too')
+
   t.match(spans.find(span => span.kind === SERVER && span.attributes['http.response.status_code'] === 404), { name: 'GET', attributes: { 'url.path': '/no/such/route' } }, 'a request of no route: its method alone')
   t.notOk(spans.find(span => span.attributes['http.request.method'] === 'OPTIONS'), 'a preflight answered before its span started has none')
 
   const failure = spans.find(span => span.kind === SERVER && span.attributes['http.response.status_code'] === 500)!
   t.equal(failure.status?.code, STATUS_ERROR, 'a 5xx is an error')
   t.match(spans.find(span => span.parentSpanId === failure.spanId), { kind: CLIENT, status: { code: STATUS_ERROR } }, 'so is the SQL that failed')
+})
+
+t.test('a traced request\'s log lines carry its trace id', async t => {
+  const collector = await receiver(t)
+  const config = testConfig(await createDatabase(t), { logLevel: 'info', tracing: { endpoint: collector.endpoint, serviceName: 'student-records-api' } })
+  const options = serverOptions(config)
+  const logs: { msg: string, reqId?: string, traceId?: string }[] = []
+  const stream = new Writable({ write (line, _encoding, done) { logs.push(JSON.parse(String(line))); done() } })
+  const fastify = Fastify({ ...options, logger: { ...options.logger as object, stream } })
+  await fastify.register(app, { config })
+  fastify.get('/broken', async () => { throw new Error('a bug') })
+  await fastify.ready()
+  t.teardown(() => fastify.close())
+  const res = await fastify.inject({ url: '/broken', headers: { traceparent: `00-${CALLER_TRACE}-${CALLER_SPAN}-01`, 'x-request-id': 'logged-1' } })
+  t.equal(res.statusCode, 500)
+  const lines = logs.filter(line => line.reqId === 'logged-1')
+  t.ok(lines.some(line => line.msg === 'request failed'))
+  t.ok(lines.every(line => line.traceId === CALLER_TRACE), 'every line of the request carries its trace id')
 })
 
 t.test('with tracing off, nothing is sent and the answer has no traceparent', async t => {

@@ -55,6 +55,30 @@ function withRequestIds<T extends OpenApiDocument> (document: T): T {
   return document
 }
 
+const TRACEPARENT_PATTERN = '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+
+/**
+ * Every operation takes a W3C `traceparent`, and with tracing on every answer carries one
+ * (plugins/app/tracing.ts): documented whether this instance traces or not, as the document
+ * is the same for every deployment.
+ */
+function withTraceContext<T extends OpenApiDocument> (document: T): T {
+  document.components = {
+    ...document.components,
+    parameters: { ...document.components?.parameters, TraceParent: { name: 'traceparent', in: 'header', required: false, description: 'The caller\'s span, in W3C Trace Context: with tracing on, the request\'s span is its child, in its trace (`tracestate` is carried along). Ignored with tracing off, or when malformed.', schema: { type: 'string', pattern: TRACEPARENT_PATTERN } } },
+    headers: { ...document.components?.headers, TraceParent: { description: 'With tracing on, the request\'s span, in W3C Trace Context: its trace id finds the trace in the tracing back-end, and the request\'s log lines carry it as `traceId`.', required: false, schema: { type: 'string', pattern: TRACEPARENT_PATTERN } } }
+  }
+  for (const operations of Object.values(document.paths)) {
+    for (const operation of Object.values(operations)) {
+      operation.parameters = [...operation.parameters ?? [], { $ref: '#/components/parameters/TraceParent' }]
+      for (const response of Object.values(operation.responses ?? {})) {
+        response.headers = { ...response.headers, traceparent: { $ref: '#/components/headers/TraceParent' } }
+      }
+    }
+  }
+  return document
+}
+
 /**
  * How query parameters are sent, as lib/http/query-string.ts and lib/http/validation.ts read
  * them: an object as `age[gte]=18` (deepObject), an array comma-separated (`sort=-dob,name`).
@@ -104,7 +128,7 @@ export default fp(async (fastify) => {
     // Shared schemas become components named by their $id (every one has one), not def-0, def-1, ...
     refResolver: { buildLocalReference: json => String(json.$id) },
     // The tags the route folders declared, in the order they were declared.
-    transformObject: document => withRequestIds(withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags }))
+    transformObject: document => withTraceContext(withRequestIds(withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags })))
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })

@@ -35,6 +35,8 @@ const KEYED = 'service, API key'
 const UNAUDITED = 'service, audit log off'
 /** The service with no metrics (METRICS_PORT=off), for what the metrics cost a request. */
 const UNMEASURED = 'service, metrics off'
+/** The service sending traces (OTEL_EXPORTER_OTLP_ENDPOINT) to a receiver of the benchmark's. */
+const TRACED = 'service, tracing on'
 /** The service behind PgBouncer in transaction mode (DB_POOLER=transaction), where it is installed. */
 const POOLED = 'service through PgBouncer'
 /** The service answering refreshes in the login's rounds. */
@@ -116,6 +118,10 @@ try {
     console.error('pgbouncer is not installed: no target through it')
   }
   const bareEnv = { ...env, DB_POOL_MAX: '10' }
+  const receiver = await start('OTLP receiver', ['--import', 'tsx', 'bench/servers/otlp-receiver.ts'], bareEnv)
+  const traced = await start(TRACED, ['dist/server.js'], { ...env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })
+  // Stopped after the service, which sends its last spans as it stops.
+  servers.push(traced, receiver)
   const ceiling = await start('ceiling', ['--import', 'tsx', 'bench/servers/ceiling.ts'], bareEnv)
   const postgresCeiling = await start(POSTGRES_JS, ['--import', 'tsx', 'bench/servers/ceiling-postgres.ts'], bareEnv)
   const peer = await start('peer', ['--import', 'tsx', 'bench/servers/peer.ts'], bareEnv)
@@ -136,8 +142,8 @@ try {
   // under another name, measured in the same rounds as the others for a ratio between them.
   type Target = Server | { server: Server, name: string, next: () => Request }
   const scenarios: { name: string, targets: Target[], next: () => Request }[] = [
-    // Logging off, metrics off and two workers beside the others, in the same rounds, for the ratios between them.
-    { name: 'student GET by id', targets: [service, quiet, unmeasured, workers, ceiling, postgresCeiling, peer, ...pooledTargets], next: studentById },
+    // Logging off, metrics off, tracing on and two workers beside the others, in the same rounds, for the ratios between them.
+    { name: 'student GET by id', targets: [service, quiet, unmeasured, workers, traced, ceiling, postgresCeiling, peer, ...pooledTargets], next: studentById },
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
     { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
@@ -318,6 +324,7 @@ try {
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
     'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
     'metrics on ÷ off': paired('student GET by id', 'service', UNMEASURED),
+    'tracing on ÷ off, student GET by id': paired('student GET by id', TRACED, 'service'),
     '2 workers ÷ 1 process, student GET by id': paired('student GET by id', 'service, 2 workers', 'service'),
     '2 workers ÷ 1 process, authenticated GET': paired('client GET by id (auth)', 'service, 2 workers', 'service'),
     'million: filtered and sorted page ÷ plain page': pairedRounds('million: filtered and sorted page', 'million: plain page of 100'),
@@ -333,7 +340,7 @@ try {
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
   await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, results }, null, 2) + '\n')
-  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [UNAUTHENTICATED]: '#90cdf4', [KEYED]: '#4299e1', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
+  const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [TRACED]: '#3182ce', [UNAUTHENTICATED]: '#90cdf4', [KEYED]: '#4299e1', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,
     results.map(({ scenario, target, figures }) => ({ label: `${scenario} · ${target}`, value: figures.requestsPerSecond, colour: colours[target] ?? '#2b6cb0' }))

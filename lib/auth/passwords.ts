@@ -1,4 +1,6 @@
 import os from 'node:os'
+import { SpanKind } from '@opentelemetry/api'
+import { activeTrace, inSpan } from '../tracing/active-trace.js'
 import { ARGON2_OPTIONS } from './argon2-options.js'
 import { HashThreads, type HashOperation } from './hash-threads.js'
 import { InvalidFields } from '../http/invalid-fields.js'
@@ -21,16 +23,26 @@ export class Passwords {
     return this.#dummy
   }
 
+  /** In a traced request, in an INTERNAL span `passwords.hash`: the time a hash takes shows apart from the SQL's. */
   hash (password: string): Promise<string> {
-    return this.#threads.hash(password, ARGON2_OPTIONS)
+    const active = activeTrace.getStore()
+    if (active === undefined) return this.#threads.hash(password, ARGON2_OPTIONS)
+    return inSpan(active, 'passwords.hash', SpanKind.INTERNAL, {}, () => this.#threads.hash(password, ARGON2_OPTIONS))
   }
 
   /**
    * Whether the password matches the hash; with no hash (no user has the address), the same
    * work for a certain no, so that the answer's timing tells nothing. Undefined, with nothing
    * hashed, when `unwanted` says at its turn to hash that nobody waits for the answer any more.
+   * In a traced request, in an INTERNAL span `passwords.verify`.
    */
-  async verify (hashed: string | undefined, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
+  verify (hashed: string | undefined, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
+    const active = activeTrace.getStore()
+    if (active === undefined) return this.#verify(hashed, password, unwanted)
+    return inSpan(active, 'passwords.verify', SpanKind.INTERNAL, {}, () => this.#verify(hashed, password, unwanted))
+  }
+
+  async #verify (hashed: string | undefined, password: string, unwanted: () => boolean): Promise<boolean | undefined> {
     const against = hashed ?? await this.prepare()
     const matches = await this.#threads.verify(against, password, unwanted)
     if (matches === undefined) return undefined

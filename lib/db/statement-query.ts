@@ -1,4 +1,7 @@
+import { SpanKind, type Attributes } from '@opentelemetry/api'
 import type pg from 'pg'
+import { activeTrace, inSpan } from '../tracing/active-trace.js'
+import { sqlAttributes } from '../tracing/sql-span.js'
 import { PooledClient } from './pooled-client.js'
 import { rowBuilder } from './row-builder.js'
 
@@ -53,10 +56,22 @@ export type RowMaker<Row> = (fields: pg.FieldDef[]) => (values: (string | null)[
 /** A named statement: its SQL, and once its columns are known, the function that makes its rows. */
 export class Statement<Row> {
   toRow: ((values: (string | null)[]) => Row) | undefined
+  /** Its spans' attributes, made at its first traced run. */
+  #spanAttributes: Attributes | undefined
   constructor (readonly name: string, readonly text: string, readonly makeRow: RowMaker<Row> = rowBuilder) {}
 
-  /** Runs the statement on a client of pg's (of a pool or a transaction) with these values. */
+  /**
+   * Runs the statement on a client of pg's (of a pool or a transaction) with these values; in
+   * a traced request, in a CLIENT span of the statement's name under the request's.
+   */
   run (client: pg.ClientBase, values: Scalar[]): Promise<StatementResult<Row>> {
+    const active = activeTrace.getStore()
+    if (active === undefined) return this.#execute(client, values)
+    this.#spanAttributes ??= sqlAttributes(this.text)
+    return inSpan(active, this.name, SpanKind.CLIENT, this.#spanAttributes, () => this.#execute(client, values))
+  }
+
+  #execute (client: pg.ClientBase, values: Scalar[]): Promise<StatementResult<Row>> {
     return new Promise((resolve, reject) => {
       // Before the client takes the query: a throw inside `submit` would leave it stuck.
       checked((client as unknown as { connection: pg.Connection }).connection)

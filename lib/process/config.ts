@@ -34,12 +34,21 @@ export interface Config {
   audit: AuditConfig
   /** Where the Prometheus metrics are served, apart from the API; null: not at all (METRICS_PORT=off). */
   metrics: MetricsConfig | null
+  /** OpenTelemetry traces sent over OTLP/HTTP; null: off, and the requests pay nothing for them. */
+  tracing: TracingConfig | null
 }
 
 export interface MetricsConfig {
   host: string
   /** 0: any free port. */
   port: number
+}
+
+export interface TracingConfig {
+  /** Where the spans are posted: the collector's OTLP/HTTP traces URL (`…/v1/traces`). */
+  endpoint: string
+  /** The `service.name` of every span. */
+  serviceName: string
 }
 
 export interface AuditConfig {
@@ -239,6 +248,28 @@ function metricsListener (env: Env): MetricsConfig | null {
   return { host: text(env, 'METRICS_HOST', '127.0.0.1'), port: port === undefined ? 9464 : Number(port) }
 }
 
+/** The collector's default OTLP/HTTP address, as OpenTelemetry's SDKs have it. */
+const OTLP_DEFAULT_ENDPOINT = 'http://localhost:4318'
+
+/**
+ * Traces, from the variables OpenTelemetry's SDKs read: on when a collector is named
+ * (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, whole, or OTEL_EXPORTER_OTLP_ENDPOINT, the traces path
+ * added) or OTEL_TRACES_EXPORTER=otlp asks for the default collector; off otherwise, or with
+ * OTEL_TRACES_EXPORTER=none. Unlike the SDKs, no collector named means off: the service
+ * does not send spans to a port where nobody may listen.
+ */
+function tracing (env: Env): TracingConfig | null {
+  const tracesEndpoint = read(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT')
+  const endpoint = read(env, 'OTEL_EXPORTER_OTLP_ENDPOINT')
+  const named = tracesEndpoint !== undefined || endpoint !== undefined
+  if (oneOf(env, 'OTEL_TRACES_EXPORTER', named ? 'otlp' : 'none', ['otlp', 'none']) === 'none') return null
+  const url = tracesEndpoint ?? `${(endpoint ?? OTLP_DEFAULT_ENDPOINT).replace(/\/+$/, '')}/v1/traces`
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    throw new ConfigError(`${tracesEndpoint === undefined ? 'OTEL_EXPORTER_OTLP_ENDPOINT' : 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'} must be an http or https URL, got "${tracesEndpoint ?? endpoint}"`)
+  }
+  return { endpoint: url, serviceName: text(env, 'OTEL_SERVICE_NAME', 'student-records-api') }
+}
+
 /**
  * Reads and validates the configuration; throws a ConfigError naming the bad variable. A
  * relative DATA_DIR is taken from `folder` (where `npm start` runs the service: the package's).
@@ -315,6 +346,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
       enabled: oneOf(env, 'AUDIT_LOG', 'on', ['on', 'off']) === 'on',
       retentionSeconds: duration(env, 'AUDIT_RETENTION', 365 * 86_400)
     },
-    metrics: metricsListener(env)
+    metrics: metricsListener(env),
+    tracing: tracing(env)
   }
 }

@@ -37,22 +37,45 @@ interface OpenApiDocument {
 
 const REQUEST_ID_DESCRIPTION = 'The request\'s id: the `X-Request-Id` sent, when it is 1 to 128 of `A-Za-z0-9._-`, else one made for it. Every log line of the request and its audit entries carry it.'
 
-/** Every operation takes an X-Request-Id and every answer carries one (lib/http/request-id.ts). */
-function withRequestIds<T extends OpenApiDocument> (document: T): T {
+/**
+ * Every operation takes the header `name` (the component `component` of parameters), and
+ * every answer carries it (the component of headers of the same name).
+ */
+function withHeader<T extends OpenApiDocument> (document: T, name: string, component: string, parameter: object, header: object): T {
   document.components = {
     ...document.components,
-    parameters: { ...document.components?.parameters, RequestId: { name: 'X-Request-Id', in: 'header', required: false, description: REQUEST_ID_DESCRIPTION, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' } } },
-    headers: { ...document.components?.headers, RequestId: { description: REQUEST_ID_DESCRIPTION, required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } } }
+    parameters: { ...document.components?.parameters, [component]: { name, in: 'header', required: false, ...parameter } },
+    headers: { ...document.components?.headers, [component]: header }
   }
   for (const operations of Object.values(document.paths)) {
     for (const operation of Object.values(operations)) {
-      operation.parameters = [...operation.parameters ?? [], { $ref: '#/components/parameters/RequestId' }]
+      operation.parameters = [...operation.parameters ?? [], { $ref: `#/components/parameters/${component}` }]
       for (const response of Object.values(operation.responses ?? {})) {
-        response.headers = { ...response.headers, 'X-Request-Id': { $ref: '#/components/headers/RequestId' } }
+        response.headers = { ...response.headers, [name]: { $ref: `#/components/headers/${component}` } }
       }
     }
   }
   return document
+}
+
+/** Every operation takes an X-Request-Id and every answer carries one (lib/http/request-id.ts). */
+function withRequestIds<T extends OpenApiDocument> (document: T): T {
+  return withHeader(document, 'X-Request-Id', 'RequestId',
+    { description: REQUEST_ID_DESCRIPTION, schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,128}$' } },
+    { description: REQUEST_ID_DESCRIPTION, required: true, schema: { type: 'string', minLength: 1, maxLength: 128 } })
+}
+
+const TRACEPARENT_PATTERN = '^[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$'
+
+/**
+ * Every operation takes a W3C `traceparent`, and with tracing on every answer carries one
+ * (plugins/app/tracing.ts): documented whether this instance traces or not, as the document
+ * is the same for every deployment.
+ */
+function withTraceContext<T extends OpenApiDocument> (document: T): T {
+  return withHeader(document, 'traceparent', 'TraceParent',
+    { description: 'The caller\'s span, in W3C Trace Context: with tracing on, the request\'s span is its child, in its trace (`tracestate` is carried along). Ignored with tracing off, or when malformed.', schema: { type: 'string', pattern: TRACEPARENT_PATTERN } },
+    { description: 'With tracing on, the request\'s span, in W3C Trace Context: its trace id finds the trace in the tracing back-end, and the request\'s log lines carry it as `traceId`.', required: false, schema: { type: 'string', pattern: TRACEPARENT_PATTERN } })
 }
 
 /**
@@ -104,7 +127,7 @@ export default fp(async (fastify) => {
     // Shared schemas become components named by their $id (every one has one), not def-0, def-1, ...
     refResolver: { buildLocalReference: json => String(json.$id) },
     // The tags the route folders declared, in the order they were declared.
-    transformObject: document => withRequestIds(withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags }))
+    transformObject: document => withTraceContext(withRequestIds(withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags })))
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })

@@ -52,7 +52,8 @@ t.test('defaults, with the embedded database', async t => {
     idempotencyTtlSeconds: 86_400,
     requireIfMatch: false,
     audit: { enabled: true, retentionSeconds: 365 * 86_400 },
-    metrics: { host: '127.0.0.1', port: 9464 }
+    metrics: { host: '127.0.0.1', port: 9464 },
+    tracing: null
   })
   t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
   t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
@@ -209,6 +210,26 @@ t.test('METRICS_HOST and METRICS_PORT place the metrics listener; METRICS_PORT=o
   t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, METRICS_HOST: '0.0.0.0', METRICS_PORT: '9100' }).metrics, { host: '0.0.0.0', port: 9100 })
   t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, METRICS_PORT: '0' }).metrics, { host: '127.0.0.1', port: 0 }, '0: any free port')
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, METRICS_PORT: 'off' }).metrics, null)
+})
+
+t.test('traces: on when a collector is named or OTEL_TRACES_EXPORTER=otlp, off otherwise', async t => {
+  const env = { DB_HOST: 'db', JWT_SECRET: SECRET }
+  t.equal(loadConfig(env).tracing, null, 'off without a collector')
+  t.same(loadConfig({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318/' }).tracing,
+    { endpoint: 'http://collector:4318/v1/traces', serviceName: 'student-records-api' }, 'the traces path added to OTEL_EXPORTER_OTLP_ENDPOINT')
+  t.same(loadConfig({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.internal/ingest', OTEL_SERVICE_NAME: 'records-eu' }).tracing,
+    { endpoint: 'https://traces.internal/ingest', serviceName: 'records-eu' }, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT taken whole')
+  t.same(loadConfig({ ...env, OTEL_TRACES_EXPORTER: 'otlp' }).tracing,
+    { endpoint: 'http://localhost:4318/v1/traces', serviceName: 'student-records-api' }, 'otlp alone: the default collector')
+  t.equal(loadConfig({ ...env, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing, null, 'none turns them off')
+  const refused = {
+    'OTEL_TRACES_EXPORTER must be one of otlp, none, got "jaeger"': { OTEL_TRACES_EXPORTER: 'jaeger' },
+    'OTEL_EXPORTER_OTLP_ENDPOINT must be an http or https URL, got "collector:4318"': { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' },
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT must be an http or https URL, got "not a url"': { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'not a url' }
+  }
+  for (const [message, change] of Object.entries(refused)) {
+    t.throws(() => loadConfig({ ...env, ...change }), { name: 'ConfigError', message }, JSON.stringify(change))
+  }
 })
 
 t.test('an empty value is unset: the default applies', async t => {

@@ -104,18 +104,16 @@ const endsSession = (error: unknown) => (error as { severity?: string }).severit
 /** Runs a statement on a connection of the pool. */
 export async function runOnPool<Row> (pool: pg.Pool, statement: Statement<Row>, values: Scalar[]): Promise<StatementResult<Row>> {
   const connection = await pool.connect()
-  let ended: Error | undefined
-  try {
-    return await statement.run(connection, values)
-  } catch (error) {
-    if (endsSession(error)) ended = error as Error
+  // An SQL error leaves the connection as good as before (each execution ends with a Sync);
+  // one that has failed is dropped by the pool, which checks; one whose session ended is
+  // dropped here, or the pool could lend it out before pg hears it closed.
+  return statement.run(connection, values).then(result => {
+    connection.release()
+    return result
+  }, (error: unknown) => {
+    connection.release(endsSession(error) ? error as Error : undefined)
     throw error
-  } finally {
-    // An SQL error leaves the connection as good as before (each execution ends with a Sync);
-    // one that has failed is dropped by the pool, which checks; one whose session ended is
-    // dropped here, or the pool could lend it out before pg hears it closed.
-    connection.release(ended)
-  }
+  })
 }
 
 /** knex, for building queries and for transactions, and the pool the prepared queries run on. */

@@ -54,10 +54,6 @@ export class RequestDurations {
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values }
   }
 
-  reset (): void {
-    this.#series.clear()
-  }
-
   /** As the registry takes it: its types list prom-client's own classes only, though it asks no more than the above. */
   asMetric (): Metric {
     return this as unknown as Metric

@@ -28,7 +28,8 @@ declare module 'fastify' {
 }
 
 interface Parameter { in: string, schema?: { type?: string }, style?: string, explode?: boolean }
-interface Operation { parameters?: (Parameter | Reference)[], responses?: Record<string, { headers?: Record<string, unknown> }> }
+// @fastify/swagger gives every operation its responses (a default one where a route declares none).
+interface Operation { parameters?: (Parameter | Reference)[], responses: Record<string, { headers?: Record<string, unknown> }> }
 interface Reference { $ref: string }
 interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>
@@ -50,7 +51,7 @@ function withHeader<T extends OpenApiDocument> (document: T, name: string, compo
   for (const operations of Object.values(document.paths)) {
     for (const operation of Object.values(operations)) {
       operation.parameters = [...operation.parameters ?? [], { $ref: `#/components/parameters/${component}` }]
-      for (const response of Object.values(operation.responses ?? {})) {
+      for (const response of Object.values(operation.responses)) {
         response.headers = { ...response.headers, [name]: { $ref: `#/components/headers/${component}` } }
       }
     }

@@ -30,9 +30,11 @@ export function clientsRepository (database: Database) {
       return live(trx).where({ id }).forUpdate().first(COLUMNS)
     },
 
-    /** The client as changed; undefined if there is none with this id at one of `versions` (any, without). */
+    /**
+     * The client as changed; undefined if there is none with this id at one of `versions` (any,
+     * without). Its caller has locked it first (`lock`), which answered for an id past MAX_ID.
+     */
     async update (id: number, changes: Partial<ClientInput>, versions?: string[], trx: Knex = knex): Promise<Versioned<Client> | undefined> {
-      if (id > MAX_ID) return undefined
       const [client] = await atVersion(live(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }), versions).returning(written)
       return client as Versioned<Client> | undefined
     },

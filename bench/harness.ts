@@ -38,6 +38,8 @@ export async function start (name: string, args: string[], env: NodeJS.ProcessEn
 }
 
 export async function stop (server: Server) {
+  // One that has exited already (it died under load) would never say so again.
+  if (server.process.exitCode !== null || server.process.signalCode !== null) return
   const exited = once(server.process, 'exit')
   server.process.kill('SIGTERM')
   await exited

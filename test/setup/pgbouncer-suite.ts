@@ -14,7 +14,9 @@ if (server === null) {
   process.exit(2)
 }
 const pgbouncer = await startPgBouncer(server, await freePort(), 20)
-const tests = spawnSync('npx', ['tap', '--disable-coverage', ...FILES], {
+// The coverage is the whole suite's to hold (npm test); tap would still measure its `before`
+// script's here, and fail this run on it.
+const tests = spawnSync('npx', ['tap', '--disable-coverage', '--allow-incomplete-coverage', ...FILES], {
   stdio: 'inherit',
   env: {
     ...process.env,

@@ -129,26 +129,21 @@ export default fp(async (fastify) => {
 
   const cache = fastify.callerCache
   // The cache counts for itself; a scrape adds what it counted since the last one.
-  let hitsSeen = 0
-  let missesSeen = 0
-  registry.registerMetric(new Counter({
-    name: 'auth_cache_hits_total',
-    help: 'Token and API key checks answered from the caller cache',
-    registers: [],
-    collect () {
-      this.inc(cache.hits - hitsSeen)
-      hitsSeen = cache.hits
-    }
-  }))
-  registry.registerMetric(new Counter({
-    name: 'auth_cache_misses_total',
-    help: 'Token and API key checks the caller cache could not answer (the database did)',
-    registers: [],
-    collect () {
-      this.inc(cache.misses - missesSeen)
-      missesSeen = cache.misses
-    }
-  }))
+  const countedByCache = (name: string, help: string, count: () => number) => {
+    let seen = 0
+    return new Counter({
+      name,
+      help,
+      registers: [],
+      collect () {
+        const now = count()
+        this.inc(now - seen)
+        seen = now
+      }
+    })
+  }
+  registry.registerMetric(countedByCache('auth_cache_hits_total', 'Token and API key checks answered from the caller cache', () => cache.hits))
+  registry.registerMetric(countedByCache('auth_cache_misses_total', 'Token and API key checks the caller cache could not answer (the database did)', () => cache.misses))
   registry.registerMetric(new Gauge({ name: 'auth_cache_size', help: 'Callers held by the caller cache', registers: [], collect () { this.set(cache.size) } }))
 
   const passwords = fastify.passwords

@@ -14,8 +14,9 @@ if (server === null) {
   process.exit(2)
 }
 const pgbouncer = await startPgBouncer(server, await freePort(), 20)
-// The coverage is the whole suite's to hold (npm test); tap would still measure its `before`
-// script's here, and fail this run on it.
+// Coverage off, on purpose: this run checks behaviour through the pooler on part of the tests;
+// the coverage is the whole suite's to hold (npm test), and tap would still measure its
+// `before` script here and fail the run on it (hence --allow-incomplete-coverage too).
 const tests = spawnSync('npx', ['tap', '--disable-coverage', '--allow-incomplete-coverage', ...FILES], {
   stdio: 'inherit',
   env: {

@@ -1,9 +1,7 @@
-import { createHash } from 'node:crypto'
 import { rmSync } from 'node:fs'
-import { rm } from 'node:fs/promises'
+import { mkdir, rm } from 'node:fs/promises'
 import net from 'node:net'
-import os from 'node:os'
-import path from 'node:path'
+import { socketPath } from './socket-path.js'
 
 export class DataDirInUse extends Error {
   override name = 'DataDirInUse'
@@ -12,19 +10,14 @@ export class DataDirInUse extends Error {
 /**
  * The Unix socket a process listens on while it holds DATA_DIR. Only a live process answers on
  * it, whatever became of a process that held it before (killed, crashed, its pid reused since).
- * In the system's temporary folder, named after DATA_DIR: socket paths are limited to about 100
- * bytes.
  */
-export function lockSocket (dataDir: string): string {
-  const tag = createHash('sha256').update(path.resolve(dataDir)).digest('hex').slice(0, 12)
-  return path.join(os.tmpdir(), `student-records-${tag}.lock`)
-}
+export const lockSocket = (dataDir: string): string => socketPath(dataDir, 'server.lock')
 
 /** What the process holding the socket says it is, or undefined when none answers. */
-function holderOf (socketPath: string): Promise<string | undefined> {
+function holderOf (lock: string): Promise<string | undefined> {
   return new Promise(resolve => {
     let said = ''
-    const socket = net.connect(socketPath)
+    const socket = net.connect(lock)
     socket.on('data', chunk => { said += chunk })
     socket.on('end', () => resolve(said))
     socket.on('error', () => resolve(undefined))
@@ -37,20 +30,21 @@ function holderOf (socketPath: string): Promise<string | undefined> {
  * `holder` says what this process is, for the message the next one gets.
  */
 export async function claimDataDir (dataDir: string, holder: string): Promise<void> {
-  const socketPath = lockSocket(dataDir)
+  const lock = lockSocket(dataDir)
   const inUse = (by: string) => new DataDirInUse(`The data folder ${dataDir} is in use by ${by}: stop it first, or set DATA_DIR to another folder`)
-  const other = await holderOf(socketPath)
+  const other = await holderOf(lock)
   if (other !== undefined) throw inUse(other)
   // Left by a process that is gone.
-  await rm(socketPath, { force: true })
+  await rm(lock, { force: true })
+  await mkdir(dataDir, { recursive: true })
   const server = net.createServer(socket => socket.end(`${holder} (pid ${process.pid})`))
   await new Promise<void>((resolve, reject) => {
     server.once('error', error => {
       /* c8 ignore next -- only when another process claims the folder between our look and our claim */
       reject((error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? inUse('another process starting now') : error)
     })
-    server.listen(socketPath, resolve)
+    server.listen(lock, resolve)
   })
   server.unref()
-  process.once('exit', () => rmSync(socketPath, { force: true }))
+  process.once('exit', () => rmSync(lock, { force: true }))
 }

@@ -1,11 +1,10 @@
 import { execFile, execFileSync } from 'node:child_process'
-import { createHash } from 'node:crypto'
 import { rmdirSync } from 'node:fs'
 import { chown, mkdir, rmdir, stat } from 'node:fs/promises'
-import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import type { DatabaseConfig } from '../process/config.js'
+import { socketPath } from './socket-path.js'
 
 const run = promisify(execFile)
 
@@ -25,10 +24,7 @@ export class EmbeddedPostgres {
 
   constructor (dataDir: string) {
     this.pgdata = path.join(dataDir, 'postgres')
-    // Unix socket paths are limited to about 100 bytes, so the socket lives in a short
-    // directory named after the data directory rather than inside it.
-    const tag = createHash('sha256').update(this.pgdata).digest('hex').slice(0, 12)
-    this.socketDir = path.join(os.tmpdir(), `pg-${tag}`)
+    this.socketDir = socketPath(dataDir, 'sockets', '/.s.PGSQL.5432')
   }
 
   get connection (): DatabaseConfig {
@@ -64,7 +60,7 @@ export class EmbeddedPostgres {
     if (await this.isRunning(bin, owner)) {
       await run(bin.pg_ctl, ['stop', '--wait', '--mode=fast', `--pgdata=${this.pgdata}`], owner)
     }
-    // The socket folder in the system's temporary folder, empty once the server is stopped.
+    // The socket folder, empty once the server is stopped.
     await rmdir(this.socketDir).catch(() => {})
   }
 

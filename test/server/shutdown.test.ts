@@ -3,6 +3,7 @@ import http from 'node:http'
 import t from 'tap'
 import pg from 'pg'
 import { databaseEnv, sleep, startServer } from './process.js'
+import { writeUntilRefused, writtenStudents } from './writers.js'
 
 t.test('SIGTERM gives up on a request that never finishes, after the grace period', async t => {
   const server = await startServer(await databaseEnv(t))
@@ -62,46 +63,21 @@ t.test('SIGTERM under load: requests in flight finish, later ones get 503, exit 
   t.equal(rows.length, created.length, 'every student answered 201 exists')
 })
 
-/** How a fetch failed: refused (nothing was sent) or anything else, such as a connection closed under the request. */
-const failure = (error: { cause?: { code?: string } }) => error.cause?.code === 'ECONNREFUSED' ? 'refused' : `${error.cause?.code ?? String(error)}`
-
 t.test('SIGTERM under 20 writers on keep-alive connections: every request sent gets an answer, none is reset; every 201 is kept', async t => {
   const env = await databaseEnv(t)
   const server = await startServer(env)
   t.teardown(() => server.kill())
-  const created: number[] = []
-  const unanswered: string[] = []
-  const unexpected: string[] = []
-  let n = 0
-  let sent = 0
-  const client = async () => {
-    for (;;) {
-      sent++
-      const res = await fetch(`${server.url}/students`, {
-        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Writer', email: `writer${++n}@example.com`, age: 20, dob: '2000-01-01' })
-      }).catch((error: { cause?: { code?: string } }) => failure(error))
-      if (res === 'refused') return
-      if (typeof res === 'string') { unanswered.push(res); continue }
-      if (res.status === 201) created.push(((await res.json()) as { id: number }).id)
-      else if (res.status === 503 && res.headers.get('retry-after') && res.headers.get('connection') === 'close') await res.arrayBuffer()
-      else unexpected.push(`${res.status} ${res.headers.get('connection')} ${await res.text()}`)
-    }
-  }
-  const load = Promise.all(Array.from({ length: 20 }, client))
+  const load = writeUntilRefused(server.url, 20)
   await sleep(1_500)
   const exited = once(server.process, 'exit')
   server.process.kill('SIGTERM')
   const [code] = await exited
-  await load
+  const { sent, created, unanswered, unexpected } = await load
 
   t.equal(code, 0)
   t.same(unanswered, [], `none of ${sent} requests was left without an answer`)
   t.same(unexpected, [], 'every answer was 201, or 503 with Retry-After and Connection: close')
-  const db = new pg.Client({ host: env.DB_HOST, port: Number(env.DB_PORT), database: env.DB_NAME, user: env.DB_USER, password: env.DB_PASSWORD })
-  await db.connect()
-  const { rows } = await db.query<{ id: number }>("select id from students where email like 'writer%'")
-  await db.end()
-  t.same(rows.map(row => row.id).sort((a, b) => a - b), [...created].sort((a, b) => a - b), `every one of the ${created.length} students answered 201 exists, and nothing else`)
+  t.same(await writtenStudents(env), [...created].sort((a, b) => a - b), `every one of the ${created.length} students answered 201 exists, and nothing else`)
 })
 
 t.test('SHUTDOWN_DELAY: after SIGTERM /health/ready answers 503 at once while requests are still served, each closing its connection; then the process exits 0', async t => {

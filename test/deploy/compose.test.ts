@@ -1,0 +1,43 @@
+// compose.yaml, read as Compose reads it (YAML with merge keys): the topology it promises. The
+// containers themselves run in test/container/image.test.ts, as this file lays them out.
+import { existsSync, readFileSync } from 'node:fs'
+import t from 'tap'
+import { parse } from 'yaml'
+
+interface Service {
+  build?: string
+  image: string
+  command?: string[]
+  read_only?: boolean
+  environment?: Record<string, string>
+  depends_on?: Record<string, { condition: string }>
+  ports?: string[]
+  volumes?: string[]
+}
+
+const compose = parse(readFileSync('compose.yaml', 'utf8'), { merge: true }) as { services: Record<string, Service> }
+const { services } = compose
+
+t.test('compose.yaml: PostgreSQL, a migration step, two instances after it, HAProxy in front with deploy/haproxy.cfg; port 3000 only', async t => {
+  t.same(Object.keys(services).sort(), ['api-1', 'api-2', 'haproxy', 'migrate', 'postgres'])
+  t.same(services.migrate!.command, ['node', 'dist/scripts/migrate.js'], 'the migration step runs the migration script')
+  t.same(services.migrate!.depends_on, { postgres: { condition: 'service_healthy' } })
+  for (const name of ['migrate', 'api-1', 'api-2']) {
+    const service = services[name]!
+    t.equal(service.build, '.', `${name}: the Dockerfile's image`)
+    t.equal(service.read_only, true, `${name}: a read-only root filesystem`)
+    t.equal(service.environment!.DB_HOST, 'postgres', `${name}: on the compose PostgreSQL`)
+    t.ok(service.environment!.JWT_SECRET!.startsWith('${JWT_SECRET:-'), `${name}: JWT_SECRET from the environment first`)
+    t.notOk(service.ports, `${name}: no port published`)
+  }
+  for (const name of ['api-1', 'api-2']) {
+    t.equal(services[name]!.environment!.MIGRATE, 'false', `${name}: does not migrate`)
+    t.same(services[name]!.depends_on, { migrate: { condition: 'service_completed_successfully' } }, `${name}: starts once the migration succeeded`)
+  }
+  const haproxy = services.haproxy!
+  t.same(haproxy.volumes, ['./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro'])
+  t.ok(existsSync('deploy/haproxy.cfg'))
+  t.same(haproxy.environment, { LB_BIND: ':3000', INSTANCE_1: 'api-1:3000', INSTANCE_2: 'api-2:3000' }, 'the variables deploy/haproxy.cfg reads')
+  t.same(haproxy.ports, ['3000:3000'])
+  t.same(haproxy.depends_on, { 'api-1': { condition: 'service_healthy' }, 'api-2': { condition: 'service_healthy' } }, 'after the instances\' health checks pass')
+})

@@ -1,0 +1,115 @@
+// deploy/kubernetes/, rendered as `kubectl apply -k` would render it (offline), each object
+// validated against Kubernetes' schemas (the kubernetes-models package), and what the
+// deployment promises checked on the rendered objects.
+import { execFile, spawnSync } from 'node:child_process'
+import { promisify } from 'node:util'
+import t from 'tap'
+import { parseAllDocuments } from 'yaml'
+
+const kubectl = spawnSync('kubectl', ['version', '--client']).status === 0
+const run = promisify(execFile)
+
+interface Probe { httpGet: { path: string, port: string }, periodSeconds: number, failureThreshold: number }
+interface Container {
+  name: string
+  image: string
+  command?: string[]
+  ports?: { name: string, containerPort: number }[]
+  envFrom: { configMapRef: { name: string } }[]
+  env: { name: string, valueFrom: { secretKeyRef: { name: string, key: string } } }[]
+  startupProbe?: Probe
+  readinessProbe?: Probe
+  livenessProbe?: Probe
+  resources: { requests: Record<string, string>, limits: Record<string, string> }
+  securityContext: { allowPrivilegeEscalation: boolean, readOnlyRootFilesystem: boolean, runAsNonRoot: boolean, capabilities: { drop: string[] } }
+}
+interface PodSpec {
+  securityContext: { runAsNonRoot: boolean, runAsUser: number }
+  terminationGracePeriodSeconds?: number
+  automountServiceAccountToken: boolean
+  containers: Container[]
+}
+interface KubeObject {
+  apiVersion: string
+  kind: string
+  metadata: { name: string, annotations?: Record<string, string> }
+  spec: any
+  data?: Record<string, string>
+}
+
+t.test('deploy/kubernetes renders objects that Kubernetes\' schemas accept, and that keep what docs/deployment.md says',
+  { skip: kubectl ? false : 'kubectl is not installed' }, async t => {
+    const { stdout } = await run('kubectl', ['kustomize', 'deploy/kubernetes'])
+    const objects = parseAllDocuments(stdout).map(document => document.toJS() as KubeObject)
+    const byKind = (kind: string) => objects.filter(object => object.kind === kind)
+
+    t.same(objects.map(object => object.kind).sort(), ['ConfigMap', 'Deployment', 'HorizontalPodAutoscaler', 'Job', 'PodDisruptionBudget', 'Service'])
+    for (const object of objects) {
+      // kubernetes-models/<group>/<version>/<Kind>: the model of that kind, with its schema.
+      const model = await import(`kubernetes-models/${object.apiVersion}/${object.kind}`) as Record<string, new (data: unknown) => { validate: () => void }>
+      t.doesNotThrow(() => new model[object.kind]!(object).validate(), `${object.kind} ${object.metadata.name} is valid`)
+    }
+
+    const [config] = byKind('ConfigMap')
+    const [deployment] = byKind('Deployment')
+    const [job] = byKind('Job')
+    const pod = deployment!.spec.template.spec as PodSpec
+    const [api] = pod.containers
+    const settings = config!.data!
+
+    await t.test('probes: readiness on /health/ready, liveness and start-up on /health/live, on the API\'s port', async t => {
+      t.same(api!.ports, [{ name: 'http', containerPort: 3000 }, { name: 'metrics', containerPort: 9464 }])
+      t.equal(api!.readinessProbe!.httpGet.path, '/health/ready')
+      t.equal(api!.livenessProbe!.httpGet.path, '/health/live')
+      t.equal(api!.startupProbe!.httpGet.path, '/health/live')
+      for (const probe of [api!.readinessProbe, api!.livenessProbe, api!.startupProbe]) t.equal(probe!.httpGet.port, 'http')
+    })
+
+    await t.test('shutdown: SHUTDOWN_DELAY outlasts the readiness probe\'s period × failures; delay and grace fit in the pod\'s grace period', async t => {
+      const seconds = (value: string) => Number(/^(\d+)s$/.exec(value)![1])
+      const probe = api!.readinessProbe!
+      t.ok(seconds(settings.SHUTDOWN_DELAY!) > probe.periodSeconds * probe.failureThreshold, `SHUTDOWN_DELAY ${settings.SHUTDOWN_DELAY}`)
+      t.ok(seconds(settings.SHUTDOWN_DELAY!) + seconds(settings.SHUTDOWN_GRACE!) < pod.terminationGracePeriodSeconds!, `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds}`)
+      t.same(deployment!.spec.strategy.rollingUpdate, { maxSurge: 1, maxUnavailable: 0 }, 'no pod stopped before its successor is ready')
+    })
+
+    await t.test('the pods and the Job: non-root, no privilege escalation, read-only root, every capability dropped, limits set', async t => {
+      for (const spec of [pod, job!.spec.template.spec as PodSpec]) {
+        t.equal(spec.securityContext.runAsNonRoot, true)
+        t.equal(spec.securityContext.runAsUser, 1000)
+        t.equal(spec.automountServiceAccountToken, false)
+        for (const container of spec.containers) {
+          t.same(container.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] } }, container.name)
+          t.ok(container.resources.requests.cpu && container.resources.requests.memory && container.resources.limits.memory, `${container.name}: requests and limits`)
+        }
+      }
+    })
+
+    await t.test('secrets from the Secret, every other setting from the ConfigMap; migrations by the Job only', async t => {
+      for (const container of [api!, (job!.spec.template.spec as PodSpec).containers[0]!]) {
+        t.same(container.env.map(variable => [variable.name, variable.valueFrom.secretKeyRef]), [
+          ['JWT_SECRET', { name: 'student-records-api', key: 'JWT_SECRET' }],
+          ['DB_PASSWORD', { name: 'student-records-api', key: 'DB_PASSWORD' }]
+        ], `${container.name}: the secrets`)
+        t.same(container.envFrom, [{ configMapRef: { name: config!.metadata.name } }], `${container.name}: the ConfigMap`)
+      }
+      t.notOk('JWT_SECRET' in settings || 'DB_PASSWORD' in settings, 'no secret in the ConfigMap')
+      t.equal(settings.MIGRATE, 'false', 'the pods do not migrate')
+      t.same((job!.spec.template.spec as PodSpec).containers[0]!.command, ['node', 'dist/scripts/migrate.js'], 'the Job runs the migration script')
+      t.equal(job!.spec.template.spec.restartPolicy, 'Never')
+    })
+
+    await t.test('metrics annotated for Prometheus; the Service exposes the API only; PDB and autoscaler aim at the Deployment', async t => {
+      const annotations = deployment!.spec.template.metadata.annotations
+      t.same(annotations, { 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9464', 'prometheus.io/path': '/metrics' })
+      const [service] = byKind('Service')
+      t.same(service!.spec.ports, [{ name: 'http', port: 80, targetPort: 'http' }])
+      t.same(service!.spec.selector, deployment!.spec.selector.matchLabels)
+      t.same(byKind('PodDisruptionBudget')[0]!.spec.selector.matchLabels, deployment!.spec.selector.matchLabels)
+      const autoscaler = byKind('HorizontalPodAutoscaler')[0]!.spec
+      t.same(autoscaler.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: deployment!.metadata.name })
+      t.ok(autoscaler.minReplicas >= 2, 'two pods at least: one can be rolled or lost at any time')
+      t.notOk('replicas' in deployment!.spec, 'the autoscaler owns the count')
+      t.ok(2 * Number(settings.DB_POOL_MAX) * autoscaler.maxReplicas <= 90, 'the pools of the most pods fit in PostgreSQL\'s 100 connections, with room to spare')
+    })
+  })

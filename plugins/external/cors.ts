@@ -14,7 +14,9 @@ export default fp(async (fastify) => {
   await fastify.register(cors, {
     origin: origins.includes('*') ? '*' : origins,
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    exposedHeaders: ['Location', 'Link', 'X-Total-Count', 'Retry-After', 'WWW-Authenticate'],
+    // Every response header of the service's own that a browser client has a use for: a
+    // browser shows a script only the CORS-safelisted ones and these.
+    exposedHeaders: ['Location', 'Link', 'X-Total-Count', 'Retry-After', 'WWW-Authenticate', 'ETag', 'Idempotent-Replayed', 'X-Request-Id', 'traceparent'],
     maxAge: 600
   })
 }, { name: 'cors', dependencies: ['config', 'errors', 'sensible', 'security-headers'] })

@@ -14,6 +14,10 @@ t.test('CORS_ORIGIN allows the origins it lists, and only those', async t => {
   t.equal(allowed.headers['access-control-allow-origin'], 'https://app.example.com')
   t.match(allowed.headers['access-control-expose-headers'], /Location/)
   t.match(allowed.headers['access-control-expose-headers'], /X-Total-Count/, 'a browser reads a list\'s count')
+  const exposed = String(allowed.headers['access-control-expose-headers']).split(/,\s*/).map(name => name.toLowerCase())
+  for (const header of ['etag', 'idempotent-replayed', 'x-request-id', 'traceparent']) {
+    t.ok(exposed.includes(header), `a browser reads ${header} (If-Match, retries, support requests, traces)`)
+  }
   const other = await app.inject({ url: '/students', headers: { origin: 'https://evil.example' } })
   t.notOk(other.headers['access-control-allow-origin'])
 

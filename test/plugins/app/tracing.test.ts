@@ -1,6 +1,6 @@
 import { once } from 'node:events'
 import { createServer, type Server } from 'node:http'
-import type { AddressInfo } from 'node:net'
+import { connect, type AddressInfo } from 'node:net'
 import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
@@ -137,6 +137,27 @@ t.test('with tracing on, a request is a SERVER span under the caller\'s, with it
   const failure = spans.find(span => span.kind === SERVER && span.attributes['http.response.status_code'] === 500)!
   t.equal(failure.status?.code, STATUS_ERROR, 'a 5xx is an error')
   t.match(spans.find(span => span.parentSpanId === failure.spanId), { kind: CLIENT, status: { code: STATUS_ERROR } }, 'so is the SQL that failed')
+})
+
+t.test('a request whose client goes away before the answer still ends its span, as an error', async t => {
+  const collector = await receiver(t)
+  const app = await build(t, { tracing: { endpoint: collector.endpoint, serviceName: 'records-under-test' } })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as AddressInfo
+  // Half a body, then the connection closed: the handler never runs, and no answer is sent.
+  const socket = connect(port, '127.0.0.1')
+  await once(socket, 'connect')
+  socket.write('POST /students HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\nX-Request-Id: gone-early\r\n\r\n{"name":')
+  await new Promise(resolve => setTimeout(resolve, 200))
+  socket.destroy()
+  await new Promise(resolve => setTimeout(resolve, 200))
+  await app.close()
+
+  const span = collector.spans.find(span => span.attributes['http.request.id'] === 'gone-early')
+  t.ok(span, 'the span was sent')
+  t.equal(span?.name, 'POST /students')
+  t.equal(span?.status?.code, STATUS_ERROR)
+  t.notOk(span && 'http.response.status_code' in span.attributes, 'with no status code: nothing was answered')
 })
 
 t.test('a traced request\'s log lines carry its trace id', async t => {

@@ -1,6 +1,6 @@
 import { execFile, execFileSync } from 'node:child_process'
 import { rmdirSync } from 'node:fs'
-import { chown, mkdir, rmdir, stat } from 'node:fs/promises'
+import { chown, mkdir, readFile, rmdir, stat } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import type { DatabaseConfig } from '../process/config.js'
@@ -20,7 +20,8 @@ interface Owner { uid?: number, gid?: number }
  */
 export class EmbeddedPostgres {
   readonly pgdata: string
-  readonly socketDir: string
+  /** Where its Unix socket is: DATA_DIR's, or where a server found running already listens. */
+  socketDir: string
 
   constructor (dataDir: string) {
     this.pgdata = path.join(dataDir, 'postgres')
@@ -44,7 +45,12 @@ export class EmbeddedPostgres {
         '--encoding=UTF8', '--locale-provider=builtin', '--locale=C.UTF-8'
       ], { ...owner, env: { ...process.env, LC_ALL: 'C' } })
     }
-    if (await this.isRunning(bin, owner)) return false
+    if (await this.isRunning(bin, owner)) {
+      // Its sockets may be elsewhere (an earlier release put them in the temporary folder):
+      // postmaster.pid's fifth line names their folder.
+      this.socketDir = (await readFile(path.join(this.pgdata, 'postmaster.pid'), 'utf8')).split('\n')[4]!
+      return false
+    }
     await run(bin.pg_ctl, [
       'start', '--wait', '--timeout=60', `--pgdata=${this.pgdata}`,
       `--log=${path.join(this.pgdata, 'server.log')}`,

@@ -1,9 +1,38 @@
-import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { execFileSync } from 'node:child_process'
+import { chmod, chown, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import t from 'tap'
 import { EmbeddedPostgres } from '../../../lib/db/embedded-postgres.js'
+
+t.test('a server found running with its sockets elsewhere (an earlier release\'s) is reused where it listens', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'embedded-pg-'))
+  await chmod(dataDir, 0o755)
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const first = new EmbeddedPostgres(dataDir)
+  await first.start()
+  await first.stop()
+  // Started again as an earlier release did: its socket in a folder of the temporary folder.
+  const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'pg-elsewhere-'))
+  t.teardown(() => rm(elsewhere, { recursive: true, force: true }))
+  const owner = process.getuid?.() === 0
+    ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
+    : {}
+  if (owner.uid !== undefined) await chown(elsewhere, owner.uid, owner.gid!)
+  const { pg_ctl: pgCtl } = await import(`@embedded-postgres/${process.platform}-${process.arch}`) as { pg_ctl: string }
+  execFileSync(pgCtl, ['start', '--wait', `--pgdata=${first.pgdata}`, `--log=${path.join(first.pgdata, 'server.log')}`,
+    `--options=-c listen_addresses='' -c unix_socket_directories='${elsewhere}' -c port=5432`], { ...owner, stdio: 'ignore' })
+
+  const server = new EmbeddedPostgres(dataDir)
+  t.teardown(() => server.stop())
+  t.equal(await server.start(), false, 'the running server is reused')
+  t.equal(server.socketDir, elsewhere, 'where it listens')
+  const client = new pg.Client(server.connection)
+  await client.connect()
+  t.same((await client.query('select 1 as one')).rows, [{ one: 1 }])
+  await client.end()
+})
 
 t.test('initialises once, starts, is reused while running, and stops', async t => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'embedded-pg-'))

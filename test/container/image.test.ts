@@ -128,10 +128,11 @@ t.test('without DB_HOST, on the embedded PostgreSQL in the /data volume: data an
 
 t.test('as compose.yaml runs it: a migration step, two instances that do not migrate, HAProxy with deploy/haproxy.cfg in front', { skip }, async t => {
   const { settings } = await databaseSettings(t)
-  const early = await podman('run', '--detach', '--read-only', '--network=host', ...['DB_HOST', 'DB_PORT', 'DB_NAME', 'DB_USER', 'JWT_SECRET'].flatMap(name => ['--env', `${name}=${settings[name as keyof typeof settings]}`]),
+  const early = await podman('run', '--detach', '--read-only', '--network=host', ...Object.entries(settings).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
     '--env', 'MIGRATE=false', '--env', `PORT=${await freePort()}`, '--env', 'METRICS_PORT=off', image!)
   t.teardown(() => podman('rm', '--force', '--time', '0', early))
   t.equal(Number(await podman('wait', early)), 1, 'an instance with MIGRATE=false on an unmigrated database exits 1')
+  t.match(await podman('logs', early), /The database lacks \d+ migration\(s\) of this release/, 'saying why')
 
   const migrate = spawn('podman', ['run', '--rm', '--read-only', '--network=host',
     ...Object.entries(settings).flatMap(([name, value]) => ['--env', `${name}=${value}`]), image!, 'node', 'dist/scripts/migrate.js'], { stdio: 'ignore' })
@@ -146,8 +147,10 @@ t.test('as compose.yaml runs it: a migration step, two instances that do not mig
   })
   t.teardown(() => balancer.kill('SIGKILL'))
   const url = `http://127.0.0.1:${lbPort}`
-  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
-    if (await fetch(`${url}/health/ready`).then(res => res.ok, () => false)) break
+  let ready = false
+  for (const deadline = Date.now() + 10_000; !ready && Date.now() < deadline; await sleep(100)) {
+    ready = await fetch(`${url}/health/ready`).then(res => res.ok, () => false)
   }
+  t.ok(ready, 'HAProxy sends to the instances')
   t.equal(await clientScenario(url), 'ok - it is gone from v1 too', 'the client scenario through the balancer')
 })

@@ -38,6 +38,6 @@ t.test('compose.yaml: PostgreSQL, a migration step, two instances after it, HAPr
   t.same(haproxy.volumes, ['./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro'])
   t.ok(existsSync('deploy/haproxy.cfg'))
   t.same(haproxy.environment, { LB_BIND: ':3000', INSTANCE_1: 'api-1:3000', INSTANCE_2: 'api-2:3000' }, 'the variables deploy/haproxy.cfg reads')
-  t.same(haproxy.ports, ['3000:3000'])
+  t.same(haproxy.ports, ['127.0.0.1:3000:3000'], 'on this machine only, as its secrets are defaults')
   t.same(haproxy.depends_on, { 'api-1': { condition: 'service_healthy' }, 'api-2': { condition: 'service_healthy' } }, 'after the instances\' health checks pass')
 })

@@ -2,6 +2,8 @@
 // validated against Kubernetes' schemas (the kubernetes-models package), and what the
 // deployment promises checked on the rendered objects.
 import { execFile, spawnSync } from 'node:child_process'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
@@ -37,6 +39,26 @@ interface KubeObject {
   data?: Record<string, string>
 }
 
+/**
+ * tsc's complaints about `objects` written as literals of their kubernetes-models interfaces
+ * (`const object0: IDeployment = {…}`), or '' when it has none. The file goes where
+ * node_modules resolves, in its cache folder.
+ */
+async function typeCheck (objects: KubeObject[]): Promise<string> {
+  await mkdir(path.join('node_modules', '.cache'), { recursive: true })
+  const folder = await mkdtemp(path.join('node_modules', '.cache', 'manifests-'))
+  try {
+    const file = path.join(folder, 'manifests.ts')
+    await writeFile(file, objects.map((object, i) =>
+      `import type { I${object.kind} as Kind${i} } from 'kubernetes-models/${object.apiVersion}/${object.kind}'\n` +
+      `export const object${i}: Kind${i} = ${JSON.stringify(object, null, 2)}\n`).join(''))
+    return await run('npx', ['tsc', '--noEmit', '--strict', '--skipLibCheck', '--module', 'nodenext', '--moduleResolution', 'nodenext', file])
+      .then(() => '', (error: { stdout: string }) => error.stdout)
+  } finally {
+    await rm(folder, { recursive: true, force: true })
+  }
+}
+
 t.test('deploy/kubernetes renders objects that Kubernetes\' schemas accept, and that keep what docs/deployment.md says',
   { skip: kubectl ? false : 'kubectl is not installed' }, async t => {
     const { stdout } = await run('kubectl', ['kustomize', 'deploy/kubernetes'])
@@ -49,6 +71,16 @@ t.test('deploy/kubernetes renders objects that Kubernetes\' schemas accept, and 
       const model = await import(`kubernetes-models/${object.apiVersion}/${object.kind}`) as Record<string, new (data: unknown) => { validate: () => void }>
       t.doesNotThrow(() => new model[object.kind]!(object).validate(), `${object.kind} ${object.metadata.name} is valid`)
     }
+
+    await t.test('no field that Kubernetes does not know: each object type-checked against kubernetes-models\' interfaces, whose excess-property check the schemas lack', async t => {
+      t.equal(await typeCheck(objects), '', 'tsc finds nothing')
+      // The check itself catches a misspelt field.
+      const misspelt = structuredClone(objects)
+      const container = misspelt.find(object => object.kind === 'Deployment')!.spec.template.spec.containers[0]
+      container.readinesProbe = container.readinessProbe
+      delete container.readinessProbe
+      t.match(await typeCheck(misspelt), /'"readinesProbe"' does not exist in type 'IContainer'/)
+    })
 
     const [config] = byKind('ConfigMap')
     const [deployment] = byKind('Deployment')

@@ -144,16 +144,16 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   return {
     /**
      * Starts a session of the user, with its first refresh token, and ends their oldest live
-     * sessions past SESSIONS_PER_USER, in one statement: logins of one user at once (a fleet
+     * sessions past SESSIONS_PER_USER (`superseded`: their ids), in one statement: logins of one user at once (a fleet
      * of clients sharing an account) would otherwise queue behind each other's row locks while
      * the password hashes hold the cores.
      */
-    async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number }> {
+    async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number, superseded: number[] }> {
       const refreshToken = newRefreshToken()
       const { rows: [row] } = await statements.start([userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
         refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, userId, SESSIONS_PER_USER - 1], trx)
       cache.afterCommit(trx, callers => { for (const id of row!.superseded) callers.forgetSession(id) })
-      return { session: live(row!), refreshToken, issuedAt: row!.issued_at }
+      return { session: live(row!), refreshToken, issuedAt: row!.issued_at, superseded: row!.superseded }
     },
 
     /**

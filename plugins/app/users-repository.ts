@@ -103,6 +103,15 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
       return select(trx).where('u.id', id).first()
     },
 
+    /**
+     * The user as they stand, their row locked until `trx` ends: what a change's audit entry
+     * tells they were, with no other change committing between this read and the change.
+     */
+    async findLocked (id: number, trx: Knex): Promise<User | undefined> {
+      if (id > MAX_ID) return undefined
+      return select(trx).where('u.id', id).forUpdate().first()
+    },
+
     /** What login needs of the user with this address, if there is one. */
     async findCredentials (email: string, trx: Knex = knex): Promise<Credentials | undefined> {
       return (await queries.credentials([emailKey(email)], trx)).rows[0]

@@ -12,9 +12,11 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     const all = request.query.scope === 'all'
     await request.guardWrite(() => fastify.knex.transaction(async trx => {
       if (all) await fastify.usersRepository.endAllSessions(id, trx)
-      else if (sessionId !== undefined) await fastify.sessionsRepository.endOne(id, sessionId, 'logout', trx)
+      else if (sessionId !== undefined) {
+        // Ended already by a logout of the same token answered meanwhile: that one's entry tells it.
+        if (!await fastify.sessionsRepository.endOne(id, sessionId, 'logout', trx)) return
       // A token of no session, issued before sessions were.
-      else await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000), trx)
+      } else await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000), trx)
       await request.audit(trx, { action: 'logout', resource: 'session', id: sessionId ?? null, after: { user_id: id, scope: all ? 'all' : 'this session' } })
     }))
     return { success: true as const, data: null, message: 'Logged out' }
@@ -55,7 +57,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       ? undefined
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
     await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      const before = await usersRepository.find(id, trx)
+      const before = await usersRepository.findLocked(id, trx)
       const after = await usersRepository.update(id, { name, email, passwordHash }, trx)
       if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
       await request.audit(trx, { action: 'update', resource: 'user', id, before, after, secrets: passwordHash === undefined ? [] : ['password'] })

@@ -53,7 +53,12 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const { session, refreshToken, issuedAt } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       const started = await sessionsRepository.start(trx, user!.id, client(request))
       const sessionId = started.session.id
-      await request.audit(trx, { action: 'login', resource: 'session', id: sessionId, after: { user_id: user!.id, ip: request.ip, user_agent: request.headers['user-agent'] }, actor: { id: user!.id, sessionId } })
+      const actor = { id: user!.id, sessionId }
+      await request.audit(trx, { action: 'login', resource: 'session', id: sessionId, after: { user_id: user!.id, ip: request.ip, user_agent: request.headers['user-agent'] }, actor })
+      // The oldest sessions past the cap, which this login ended.
+      for (const ended of started.superseded) {
+        await request.audit(trx, { action: 'end', resource: 'session', id: ended, after: { user_id: user!.id, end_reason: 'superseded' }, actor })
+      }
       return started
     }))
     return { success: true as const, ...fastify.sessionTokens(session, refreshToken, issuedAt) }

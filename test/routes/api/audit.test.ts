@@ -2,6 +2,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build } from '../../helper.js'
 import { bearer, client, insertClient, login, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
+import { SESSIONS_PER_USER } from '../../../plugins/app/sessions-repository.js'
 
 interface Entry {
   id: number
@@ -166,6 +167,63 @@ t.test('session events: login, failed login, logout, a session ended, a refresh 
     { actor: user.id, action: 'logout', after: { user_id: user.id, scope: 'this session' } }
   ])
   t.equal(told.length, 7)
+})
+
+/** Resolves once `n` statements of this test's database wait on a lock. */
+async function lockWaiters (app: FastifyInstance, n: number): Promise<void> {
+  for (;;) {
+    const { rows } = await app.knex.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")
+    if (rows[0].n >= n) return
+    await new Promise(resolve => setTimeout(resolve, 20))
+  }
+}
+
+t.test('a login past the cap of live sessions writes an entry for each session it ended', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const user = await userWithRoles(app, [])
+  // With the session userWithRoles started, the user is at the cap.
+  await app.knex('sessions').insert(Array.from({ length: SESSIONS_PER_USER - 1 }, () => ({ user_id: user.id, expires_at: app.knex.raw('now() + interval \'1 day\'') })))
+  const oldest = await app.knex('sessions').where('user_id', user.id).orderBy('id').first('id')
+  const { id: mark } = (await app.knex('audit_log').max({ id: 'id' }).first())!
+  await login(app, user.email)
+  const told = (await auditLog(app, admin.token, `&resource[eq]=session&id[gt]=${mark}`))
+    .map(({ actor_id: actor, action, resource_id: id, after }) => ({ actor, action, id, after }))
+  t.match(told, [
+    { actor: user.id, action: 'login', after: { user_id: user.id } },
+    { actor: user.id, action: 'end', id: Number(oldest.id), after: { user_id: user.id, end_reason: 'superseded' } }
+  ])
+  t.equal(told.length, 2)
+})
+
+t.test('two logouts of one session at once: both answered, one entry', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const user = await userWithRoles(app, [])
+  const token = await login(app, user.email)
+  const session = await app.knex('sessions').where('user_id', user.id).whereNull('ended_at').orderBy('id', 'desc').first('id')
+  // Both pass the token check, then wait on the session's row until this lock goes.
+  const holder = await app.knex.transaction()
+  await holder('sessions').where('id', session.id).forUpdate()
+  const logouts = [request(app, token, 'GET', '/api/logout'), request(app, token, 'GET', '/api/logout')]
+  await lockWaiters(app, 2)
+  await holder.commit()
+  t.same((await Promise.all(logouts)).map(res => res.statusCode), [200, 200])
+  t.equal((await auditLog(app, admin.token, `&action[eq]=logout&actor_id[eq]=${user.id}`)).length, 1)
+})
+
+t.test('a profile change waiting on another change of the user tells what it changed from', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const user = await userWithRoles(app, [])
+  const other = await app.knex.transaction()
+  await other('users').where('id', user.id).update({ name: 'Changed meanwhile' })
+  const change = request(app, user.token, 'PATCH', '/api/profile', { name: 'Mine' })
+  await lockWaiters(app, 1)
+  await other.commit()
+  t.equal((await change).statusCode, 200)
+  const [entry] = await auditLog(app, admin.token, `&action[eq]=update&resource_id[eq]=${user.id}`)
+  t.same([entry!.before, entry!.after], [{ name: 'Changed meanwhile' }, { name: 'Mine' }])
 })
 
 t.test('a failed login with a lone surrogate in its address is 401, its entry kept with U+FFFD', async t => {

@@ -97,7 +97,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
         const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
           await rolesRepository.lockAdmin(trx)
-          const current = await usersRepository.find(id, trx)
+          const current = await usersRepository.findLocked(id, trx)
           if (!current) throw userNotFound(id)
           request.checkIfMatch(tags, userTag(current))
           await mayActOn(id, request.user.permissions, 'edit', trx)
@@ -123,7 +123,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     const tags = request.ifMatch()
     const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       await rolesRepository.lockAdmin(trx)
-      const current = await usersRepository.find(id, trx)
+      const current = await usersRepository.findLocked(id, trx)
       if (!current) throw userNotFound(id)
       request.checkIfMatch(tags, userTag(current))
       await mayActOn(id, request.user.permissions, 'delete', trx)

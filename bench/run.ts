@@ -35,6 +35,14 @@ const KEYED = 'service, API key'
 const UNAUDITED = 'service, audit log off'
 /** The service with no metrics (METRICS_PORT=off), for what the metrics cost a request. */
 const UNMEASURED = 'service, metrics off'
+/**
+ * A second process of the service, and of the service with metrics off: two processes of one
+ * build differ by a few per cent in their rates (where each lands, what its JIT makes), more
+ * than the metrics cost, so their ratio is taken over two processes a side, and the first
+ * two's ratio shows how far apart identical processes are.
+ */
+const SECOND = 'service, a second process'
+const UNMEASURED_SECOND = 'service, metrics off, a second process'
 /** The service sending traces (OTEL_EXPORTER_OTLP_ENDPOINT) to a receiver of the benchmark's. */
 const TRACED = 'service, tracing on'
 /** The service behind PgBouncer in transaction mode (DB_POOLER=transaction), where it is installed. */
@@ -104,7 +112,9 @@ try {
   const unaudited = await start(UNAUDITED, ['dist/server.js'], { ...env, AUDIT_LOG: 'off' })
   servers.push(unaudited)
   const unmeasured = await start(UNMEASURED, ['dist/server.js'], { ...env, METRICS_PORT: 'off' })
-  servers.push(unmeasured)
+  const second = await start(SECOND, ['dist/server.js'], env)
+  const unmeasuredSecond = await start(UNMEASURED_SECOND, ['dist/server.js'], { ...env, METRICS_PORT: 'off' })
+  servers.push(unmeasured, second, unmeasuredSecond)
   // As many server connections as the service's pool has: what the pooler costs, not a smaller pool.
   const pooledTargets: Server[] = []
   if (pgbouncerInstalled) {
@@ -143,7 +153,7 @@ try {
   type Target = Server | { server: Server, name: string, next: () => Request }
   const scenarios: { name: string, targets: Target[], next: () => Request }[] = [
     // Logging off, metrics off, tracing on and two workers beside the others, in the same rounds, for the ratios between them.
-    { name: 'student GET by id', targets: [service, quiet, unmeasured, workers, traced, ceiling, postgresCeiling, peer, ...pooledTargets], next: studentById },
+    { name: 'student GET by id', targets: [service, quiet, unmeasured, workers, traced, ceiling, postgresCeiling, peer, ...pooledTargets, second, unmeasuredSecond], next: studentById },
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
     { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
@@ -306,6 +316,15 @@ try {
     const [ra, rb] = [rounds(scenario, a), rounds(scenario, b)]
     return ra && rb?.length ? pairedRatio(ra, rb) : undefined
   }
+  // Two processes a side: the rounds' summed rates.
+  const summed = (scenario: string, targets: string[]) => {
+    const each = targets.map(target => rounds(scenario, target))
+    return each.every(r => r?.length) ? each[0]!.map((_, i) => each.reduce((sum, r) => sum + r![i]!, 0)) : undefined
+  }
+  const pairedSums = (scenario: string, a: string[], b: string[]) => {
+    const [ra, rb] = [summed(scenario, a), summed(scenario, b)]
+    return ra && rb ? pairedRatio(ra, rb) : undefined
+  }
   const pairedRounds = (a: string, b: string) => {
     const [ra, rb] = [find(a, 'service')?.rounds, find(b, 'service')?.rounds]
     return ra && rb?.length ? pairedRatio(ra, rb) : undefined
@@ -323,7 +342,8 @@ try {
     'refresh ÷ login': paired('login', REFRESH, 'service'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
     'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
-    'metrics on ÷ off': paired('student GET by id', 'service', UNMEASURED),
+    'metrics on ÷ off, two processes a side': pairedSums('student GET by id', ['service', SECOND], [UNMEASURED, UNMEASURED_SECOND]),
+    'two processes of the same build, student GET by id': paired('student GET by id', 'service', SECOND),
     'tracing on ÷ off, student GET by id': paired('student GET by id', TRACED, 'service'),
     '2 workers ÷ 1 process, student GET by id': paired('student GET by id', 'service, 2 workers', 'service'),
     '2 workers ÷ 1 process, authenticated GET': paired('client GET by id (auth)', 'service, 2 workers', 'service'),

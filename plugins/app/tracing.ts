@@ -1,10 +1,8 @@
 import fp from 'fastify-plugin'
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, defaultTextMapGetter, defaultTextMapSetter, trace } from '@opentelemetry/api'
-import { W3CTraceContextPropagator } from '@opentelemetry/core'
 import { ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_RESPONSE_STATUS_CODE, ATTR_HTTP_ROUTE, ATTR_URL_PATH } from '@opentelemetry/semantic-conventions'
 import { activeTrace, type ActiveTrace } from '../../lib/tracing/active-trace.js'
 import { traceKnexQueries } from '../../lib/tracing/knex-queries.js'
-import { startTracing } from '../../lib/tracing/tracer-provider.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -19,8 +17,6 @@ export const TRACEPARENT_HEADER = 'traceparent'
 /** The attribute a span's request id is in: the X-Request-Id its log lines carry as reqId. */
 export const ATTR_REQUEST_ID = 'http.request.id'
 
-const propagator = new W3CTraceContextPropagator()
-
 /**
  * OpenTelemetry traces (lib/process/config.ts says when they are on): a SERVER span for each
  * request, `GET /students/:id`, a child of the caller's when its `traceparent` names one, and
@@ -30,12 +26,15 @@ const propagator = new W3CTraceContextPropagator()
  * client or a log finds the trace. The spans left are sent as the app closes.
  *
  * Off, no hook is added: the requests pay nothing, and the SQL and hashing only find that no
- * trace is active (lib/tracing/active-trace.ts). A request answered before its span starts
+ * trace is active (lib/tracing/active-trace.ts); nor is the SDK and its exporter loaded, some
+ * megabytes of memory and tens of milliseconds of start-up. A request answered before its span starts
  * (a CORS preflight, a request shed by plugins/app/load-shedding.ts) has no span.
  */
 export default fp(async (fastify) => {
   const config = fastify.config.tracing
   if (config === null) return
+  const [{ startTracing }, { W3CTraceContextPropagator }] = await Promise.all([import('../../lib/tracing/tracer-provider.js'), import('@opentelemetry/core')])
+  const propagator = new W3CTraceContextPropagator()
   const { tracer, shutdown } = startTracing(config)
   fastify.addHook('onClose', async () => { await shutdown() })
   traceKnexQueries(fastify.knex)

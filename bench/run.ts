@@ -250,10 +250,13 @@ try {
       from generate_series(1, ${MILLION - STUDENTS - TAGGED}) g`)
     await db.query('analyze students')
     const { rows: [{ count }] } = await db.query('select count(*)::int as count from students')
-    // Page 5,000 of `sort=-dob`, 100 a page: the cursor after row 499,900, found by following
-    // the links of pages of 1,000 (a cursor holds whatever the limit).
+    // Page 5,000 of `sort=dob`, 100 a page: the cursor after row 499,900, found by following
+    // the links of pages of 1,000 (a cursor holds whatever the limit). Oldest first, so that
+    // both this page and the first hold rows of the million (names of 40 characters): newest
+    // first, the first page would be of the 11,000 students seeded above, whose shorter names
+    // and addresses make a page 15 % smaller and cheaper to send, whatever its depth.
     let cursor = ''
-    for (let page = 1, next = '/students?sort=-dob&limit=1000'; page <= 500; page++) {
+    for (let page = 1, next = '/students?sort=dob&limit=1000'; page <= 500; page++) {
       const res = await fetch(`${service.url}${next}`)
       next = /<([^>]+)>/.exec(res.headers.get('link')!)![1]!
       if (page === 499) next = next.replace('limit=1000', 'limit=900')
@@ -271,8 +274,8 @@ try {
       { name: million[0]!, next: plainPage },
       { name: 'million: filtered and sorted page', next: () => ({ method: 'GET', path: '/students?age[gte]=20&sort=-dob&limit=100' }) },
       { name: 'million: count=estimated', next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(maxId - 1000)}&count=estimated` }) },
-      { name: 'million: first page of a sorted list', next: () => ({ method: 'GET', path: '/students?sort=-dob&limit=100' }) },
-      { name: 'million: page 5,000 of a sorted list', next: () => ({ method: 'GET', path: `/students?sort=-dob&limit=100&cursor=${cursor}` }) },
+      { name: 'million: first page of a sorted list', next: () => ({ method: 'GET', path: '/students?sort=dob&limit=100' }) },
+      { name: 'million: page 5,000 of a sorted list', next: () => ({ method: 'GET', path: `/students?sort=dob&limit=100&cursor=${cursor}` }) },
       { name: 'million: name contains', next: () => ({ method: 'GET', path: `/students?name[contains]=${fragment()}&limit=100` }) }
     ], [
       { name: 'million: count=exact', next: () => ({ method: 'GET', path: '/students?age[gte]=20&limit=100&count=exact' }) }

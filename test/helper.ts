@@ -108,3 +108,11 @@ export async function within (ms: number, check: () => Promise<boolean> | boolea
   }
   return check()
 }
+
+/** Whether `n` statements of the app's database wait on a lock within `ms` milliseconds. */
+export async function lockWaiters (app: FastifyInstance, n: number, ms = 10_000): Promise<boolean> {
+  return within(ms, async () => {
+    const { rows } = await app.knex.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")
+    return rows[0].n >= n
+  })
+}

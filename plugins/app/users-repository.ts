@@ -105,11 +105,18 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
 
     /**
      * The user as they stand, their row locked until `trx` ends: what a change's audit entry
-     * tells they were, with no other change committing between this read and the change.
+     * tells they were, with no other change of the user committing between this read and the
+     * change. Locked first, then read by a statement of its own, which sees whatever a change
+     * it waited for committed, roles included (a statement that waits for a row lock sees that
+     * row's new version but the rest as it was when it began). FOR NO KEY UPDATE, as an UPDATE
+     * of the row locks it: FOR UPDATE would also hold back the inserts that reference the user
+     * (a login's session), and a login ending the user's oldest session while a password change
+     * waited on it would deadlock with that change.
      */
     async findLocked (id: number, trx: Knex): Promise<User | undefined> {
       if (id > MAX_ID) return undefined
-      return select(trx).where('u.id', id).forUpdate().first()
+      await trx('users').where({ id }).forNoKeyUpdate().select('id')
+      return select(trx).where('u.id', id).first()
     },
 
     /** What login needs of the user with this address, if there is one. */
@@ -181,8 +188,10 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
      * session stays valid until it expires or all sessions end again).
      */
     async endAllSessions (id: number, trx: Knex = knex, keep?: { jti: string, expiresAt: Date, sessionId: number | undefined }): Promise<void> {
-      await sessions.endAll(id, trx, keep?.sessionId)
+      // The user's row first, as every change of a user locks it first: ending the sessions
+      // first, a logout everywhere would deadlock with a password change of the same user.
       const [{ token_generation: generation }] = await trx('users').where({ id }).increment('token_generation', 1).returning('token_generation')
+      await sessions.endAll(id, trx, keep?.sessionId)
       if (keep && keep.sessionId === undefined) {
         await trx('kept_tokens').where('expires_at', '<', trx.fn.now()).delete()
         await trx('kept_tokens').insert({ jti: keep.jti, user_id: id, token_generation: generation, expires_at: keep.expiresAt })

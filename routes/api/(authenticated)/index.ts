@@ -13,10 +13,13 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     await request.guardWrite(() => fastify.knex.transaction(async trx => {
       if (all) await fastify.usersRepository.endAllSessions(id, trx)
       else if (sessionId !== undefined) {
-        // Ended already by a logout of the same token answered meanwhile: that one's entry tells it.
+        // Ended since the token's check (by another logout of it, from another device, …):
+        // whatever ended it wrote its entry; this logout changed nothing.
         if (!await fastify.sessionsRepository.endOne(id, sessionId, 'logout', trx)) return
-      // A token of no session, issued before sessions were.
-      } else await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000), trx)
+      } else {
+        // A token of no session, issued before sessions were.
+        await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000), trx)
+      }
       await request.audit(trx, { action: 'logout', resource: 'session', id: sessionId ?? null, after: { user_id: id, scope: all ? 'all' : 'this session' } })
     }))
     return { success: true as const, data: null, message: 'Logged out' }
@@ -58,6 +61,8 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
     await request.guardWrite(() => fastify.knex.transaction(async trx => {
       const before = await usersRepository.findLocked(id, trx)
+      /* c8 ignore next -- the caller deleted since the token's check */
+      if (!before) throw fastify.httpErrors.unauthorized('The token is no longer valid')
       const after = await usersRepository.update(id, { name, email, passwordHash }, trx)
       if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
       await request.audit(trx, { action: 'update', resource: 'user', id, before, after, secrets: passwordHash === undefined ? [] : ['password'] })

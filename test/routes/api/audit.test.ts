@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { build } from '../../helper.js'
+import { build, lockWaiters } from '../../helper.js'
 import { bearer, client, insertClient, login, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 import { SESSIONS_PER_USER } from '../../../plugins/app/sessions-repository.js'
 
@@ -169,15 +169,6 @@ t.test('session events: login, failed login, logout, a session ended, a refresh 
   t.equal(told.length, 7)
 })
 
-/** Resolves once `n` statements of this test's database wait on a lock. */
-async function lockWaiters (app: FastifyInstance, n: number): Promise<void> {
-  for (;;) {
-    const { rows } = await app.knex.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")
-    if (rows[0].n >= n) return
-    await new Promise(resolve => setTimeout(resolve, 20))
-  }
-}
-
 t.test('a login past the cap of live sessions writes an entry for each session it ended', async t => {
   const app = await build(t)
   const admin = await userWithRoles(app, ['Admin'])
@@ -204,9 +195,10 @@ t.test('two logouts of one session at once: both answered, one entry', async t =
   const session = await app.knex('sessions').where('user_id', user.id).whereNull('ended_at').orderBy('id', 'desc').first('id')
   // Both pass the token check, then wait on the session's row until this lock goes.
   const holder = await app.knex.transaction()
+  t.teardown(() => holder.isCompleted() ? undefined : holder.rollback())
   await holder('sessions').where('id', session.id).forUpdate()
   const logouts = [request(app, token, 'GET', '/api/logout'), request(app, token, 'GET', '/api/logout')]
-  await lockWaiters(app, 2)
+  t.ok(await lockWaiters(app, 2), 'both wait on the session')
   await holder.commit()
   t.same((await Promise.all(logouts)).map(res => res.statusCode), [200, 200])
   t.equal((await auditLog(app, admin.token, `&action[eq]=logout&actor_id[eq]=${user.id}`)).length, 1)
@@ -217,9 +209,12 @@ t.test('a profile change waiting on another change of the user tells what it cha
   const admin = await userWithRoles(app, ['Admin'])
   const user = await userWithRoles(app, [])
   const other = await app.knex.transaction()
+  t.teardown(() => other.isCompleted() ? undefined : other.rollback())
   await other('users').where('id', user.id).update({ name: 'Changed meanwhile' })
+  // A role given meanwhile is not this change's either.
+  await other('user_roles').insert({ user_id: user.id, role_id: other('roles').where({ name: 'User' }).select('id') })
   const change = request(app, user.token, 'PATCH', '/api/profile', { name: 'Mine' })
-  await lockWaiters(app, 1)
+  t.ok(await lockWaiters(app, 1), 'the change waits on the other')
   await other.commit()
   t.equal((await change).statusCode, 200)
   const [entry] = await auditLog(app, admin.token, `&action[eq]=update&resource_id[eq]=${user.id}`)

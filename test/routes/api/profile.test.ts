@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { build } from '../../helper.js'
+import { build, lockWaiters } from '../../helper.js'
 import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
 
 const patch = (app: FastifyInstance, token: string, payload: object) =>
@@ -68,6 +68,25 @@ t.test('a password change ends every other session of the caller; the current on
   t.equal(await profile(app, other), 401, 'the other session has ended')
   t.ok(await login(app, email, 'a brand new password'))
   t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email, password: PASSWORD } })).statusCode, 401, 'the old password is refused')
+})
+
+t.test('a password change and a logout everywhere of the same user at once: both answered, no deadlock', async t => {
+  const app = await build(t)
+  const { id, email, token } = await userWithRoles(app, [])
+  const other = await login(app, email)
+  // Both queue behind this lock on the user's row, the password change first: were the logout
+  // to end the sessions before it locked the user, the change would wait for those sessions
+  // while the logout waited for the user.
+  const holder = await app.knex.transaction()
+  t.teardown(() => holder.isCompleted() ? undefined : holder.rollback())
+  await holder('users').where({ id }).forNoKeyUpdate().select('id')
+  const change = patch(app, token, { password: 'a brand new password', c_password: 'a brand new password', current_password: PASSWORD })
+  t.ok(await lockWaiters(app, 1), 'the change waits on the user')
+  const logout = app.inject({ url: '/api/logout?scope=all', headers: bearer(other) })
+  t.ok(await lockWaiters(app, 2), 'the logout waits too')
+  await holder.commit()
+  t.same([(await change).statusCode, (await logout).statusCode], [200, 200])
+  t.equal(await profile(app, token), 401, 'the logout everywhere ended the session the change kept')
 })
 
 t.test('bad bodies are 400 naming what is wrong', async t => {

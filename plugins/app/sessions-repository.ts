@@ -144,9 +144,9 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   return {
     /**
      * Starts a session of the user, with its first refresh token, and ends their oldest live
-     * sessions past SESSIONS_PER_USER (`superseded`: their ids), in one statement: logins of one user at once (a fleet
-     * of clients sharing an account) would otherwise queue behind each other's row locks while
-     * the password hashes hold the cores.
+     * sessions past SESSIONS_PER_USER (`superseded`: their ids), in one statement: logins of
+     * one user at once (a fleet of clients sharing an account) would otherwise queue behind
+     * each other's row locks while the password hashes hold the cores.
      */
     async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number, superseded: number[] }> {
       const refreshToken = newRefreshToken()

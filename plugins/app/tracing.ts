@@ -26,9 +26,9 @@ export const ATTR_REQUEST_ID = 'http.request.id'
  * client or a log finds the trace. The spans left are sent as the app closes.
  *
  * Off, no hook is added: the requests pay nothing, and the SQL and hashing only find that no
- * trace is active (lib/tracing/active-trace.ts); nor is the SDK and its exporter loaded, some
- * megabytes of memory and tens of milliseconds of start-up. A request answered before its span starts
- * (a CORS preflight, a request shed by plugins/app/load-shedding.ts) has no span.
+ * trace is active (lib/tracing/active-trace.ts); nor are the SDK and its exporter loaded, some
+ * megabytes of memory and tens of milliseconds of start-up. A request answered before its
+ * span starts (a CORS preflight, a request shed by plugins/app/load-shedding.ts) has no span.
  */
 export default fp(async (fastify) => {
   const config = fastify.config.tracing

@@ -26,6 +26,9 @@ export function serverOptions (config: Config): FastifyServerOptions {
     logController: new LogController({ disableRequestLogging: true }),
     // Each log line of a request carries its id, the caller's X-Request-Id or a new one.
     genReqId: requestId,
+    // request.ip: the client's address as the trusted proxies forwarded it (X-Forwarded-For),
+    // or the connection's; the per-IP limits, sessions and the audit log use it.
+    trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
     bodyLimit: 32 * 1024,
     requestTimeout: config.timeouts.request,
     connectionTimeout: config.timeouts.request,

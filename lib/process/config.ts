@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
-import { isIPv6 } from 'node:net'
+import { isIP, isIPv6 } from 'node:net'
 import path from 'node:path'
 
 /** Everything the service reads from its environment, validated once at start-up. */
@@ -25,6 +25,12 @@ export interface Config {
   migrate: boolean
   /** Origins allowed to call the API from a browser; empty: no CORS headers at all. */
   corsOrigins: string[]
+  /**
+   * The addresses and networks of the proxies in front (TRUST_PROXY): a request that comes
+   * through them is taken to come from the right-most X-Forwarded-For address that is not one
+   * of theirs. Empty: from the connection's own address, whatever the headers say.
+   */
+  trustProxy: string[]
   auth: AuthConfig
   timeouts: Timeouts
   /** How long a create's answer is kept for a repeat with its Idempotency-Key, in seconds. */
@@ -215,6 +221,33 @@ function origins (env: Env, name: string): string[] {
   return list
 }
 
+/** What the proxy-addr package behind Fastify's trustProxy takes: an IPv4 or IPv6 address, alone or with a prefix length. */
+function network (entry: string): boolean {
+  const [address = '', prefix, extra] = entry.split('/')
+  const version = isIP(address)
+  if (version === 0 || extra !== undefined) return false
+  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
+}
+
+/**
+ * TRUST_PROXY: the proxies' addresses or networks, comma-separated. Nothing that trusts any
+ * sender: not `true`, not a hop count (Fastify itself no longer honours one), not a /0, as a
+ * client that reaches the service around its proxies could then choose its own address.
+ */
+function trustedProxies (env: Env): string[] {
+  const raw = read(env, 'TRUST_PROXY')
+  if (raw === undefined) return []
+  return raw.split(',').map(entry => entry.trim()).map(entry => {
+    if (/^(true|\*|\d+)$/.test(entry) || /\/0+$/.test(entry)) {
+      throw new ConfigError(`TRUST_PROXY must name the proxies, not trust every sender ("${entry}"): a client that reaches the service around them could choose its own address`)
+    }
+    if (!network(entry)) {
+      throw new ConfigError(`TRUST_PROXY must be a comma-separated list of the proxies' IP addresses or networks (10.0.0.5, 10.0.0.0/8, fd00::/8), got "${entry}"`)
+    }
+    return entry
+  })
+}
+
 function flag (env: Env, name: string, fallback: boolean): boolean {
   return oneOf(env, name, String(fallback) as 'true' | 'false', ['true', 'false']) === 'true'
 }
@@ -309,6 +342,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
     dbDirect: directServer(env),
     migrate: flag(env, 'MIGRATE', true),
     corsOrigins: origins(env, 'CORS_ORIGIN'),
+    trustProxy: trustedProxies(env),
     auth: {
       jwtSecret: jwtSecret(env, dataDir, !dbHost),
       jwtTtlSeconds: duration(env, 'JWT_TTL', 3600),

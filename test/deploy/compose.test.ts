@@ -1,8 +1,10 @@
 // compose.yaml, read as Compose reads it (YAML with merge keys): the topology it promises. The
 // containers themselves run in test/container/image.test.ts, as this file lays them out.
 import { existsSync, readFileSync } from 'node:fs'
+import { BlockList } from 'node:net'
 import t from 'tap'
 import { parse } from 'yaml'
+import { loadConfig } from '../../lib/process/config.js'
 
 interface Service {
   build?: string
@@ -13,9 +15,13 @@ interface Service {
   depends_on?: Record<string, { condition: string }>
   ports?: string[]
   volumes?: string[]
+  networks?: Record<string, { ipv4_address?: string }>
 }
 
-const compose = parse(readFileSync('compose.yaml', 'utf8'), { merge: true }) as { services: Record<string, Service> }
+const compose = parse(readFileSync('compose.yaml', 'utf8'), { merge: true }) as {
+  services: Record<string, Service>
+  networks?: Record<string, { ipam?: { config: { subnet: string }[] } }>
+}
 const { services } = compose
 
 t.test('compose.yaml: PostgreSQL, a migration step, two instances after it, HAProxy in front with deploy/haproxy.cfg; port 3000 only', async t => {
@@ -40,4 +46,19 @@ t.test('compose.yaml: PostgreSQL, a migration step, two instances after it, HAPr
   t.same(haproxy.environment, { LB_BIND: ':3000', INSTANCE_1: 'api-1:3000', INSTANCE_2: 'api-2:3000' }, 'the variables deploy/haproxy.cfg reads')
   t.same(haproxy.ports, ['127.0.0.1:3000:3000'], 'on this machine only, as its secrets are defaults')
   t.same(haproxy.depends_on, { 'api-1': { condition: 'service_healthy' }, 'api-2': { condition: 'service_healthy' } }, 'after the instances\' health checks pass')
+})
+
+t.test('compose.yaml: the instances trust X-Forwarded-For from HAProxy\'s fixed address only, and HAProxy sends it', async t => {
+  const [subnet] = compose.networks!.default!.ipam!.config
+  const haproxyAddress = services.haproxy!.networks!.default!.ipv4_address!
+  const network = new BlockList()
+  const [base, prefix] = subnet!.subnet.split('/')
+  network.addSubnet(base!, Number(prefix))
+  t.ok(network.check(haproxyAddress), `HAProxy's ${haproxyAddress} is in the project's network ${subnet!.subnet}`)
+  for (const name of ['api-1', 'api-2']) {
+    const environment = services[name]!.environment!
+    t.same(loadConfig({ ...environment, JWT_SECRET: 'x'.repeat(32) }).trustProxy, [haproxyAddress], `${name}: TRUST_PROXY names HAProxy, and nothing else`)
+    t.notOk(services[name]!.ports, `${name}: reached through HAProxy only`)
+  }
+  t.match(readFileSync('deploy/haproxy.cfg', 'utf8'), /^\s+option forwardfor$/m, 'HAProxy adds the client\'s address to X-Forwarded-For')
 })

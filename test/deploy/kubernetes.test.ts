@@ -7,6 +7,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
+import { loadConfig } from '../../lib/process/config.js'
 
 const kubectl = spawnSync('kubectl', ['version', '--client']).status === 0
 const run = promisify(execFile)
@@ -130,6 +131,11 @@ t.test('deploy/kubernetes renders objects that Kubernetes\' schemas accept, and 
       t.equal(settings.MIGRATE, 'false', 'the pods do not migrate')
       t.same((job!.spec.template.spec as PodSpec).containers[0]!.command, ['node', 'dist/scripts/migrate.js'], 'the Job runs the migration script')
       t.equal(job!.spec.template.spec.restartPolicy, 'Never')
+    })
+
+    await t.test('the settings are valid; the client\'s address comes from the ingress controller\'s pods (TRUST_PROXY)', async t => {
+      const config = loadConfig({ ...settings, JWT_SECRET: 'x'.repeat(32), DB_PASSWORD: 'from the Secret' })
+      t.ok(config.trustProxy.length > 0, `TRUST_PROXY ${settings.TRUST_PROXY}: the ingress's X-Forwarded-For is trusted`)
     })
 
     await t.test('metrics annotated for Prometheus; the Service exposes the API only; PDB and autoscaler aim at the Deployment', async t => {

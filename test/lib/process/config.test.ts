@@ -23,6 +23,7 @@ t.test('defaults, with the embedded database', async t => {
     dbDirect: null,
     migrate: true,
     corsOrigins: [],
+    trustProxy: [],
     auth: {
       jwtSecret: secret,
       jwtTtlSeconds: 3600,
@@ -82,6 +83,25 @@ t.test('CORS_ORIGIN lists the origins allowed', async t => {
   t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, CORS_ORIGIN: 'https://app.example.com, http://localhost:5173' }).corsOrigins,
     ['https://app.example.com', 'http://localhost:5173'])
   t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, CORS_ORIGIN: '*' }).corsOrigins, ['*'])
+})
+
+t.test('TRUST_PROXY lists the proxies in front, by address or network, IPv4 or IPv6', async t => {
+  const withDb = { DB_HOST: 'db', JWT_SECRET: SECRET }
+  t.same(loadConfig({ ...withDb, TRUST_PROXY: '10.0.0.5' }).trustProxy, ['10.0.0.5'], 'one address')
+  t.same(loadConfig({ ...withDb, TRUST_PROXY: '10.0.0.5, 172.16.0.0/12 ,fd00::/8,::1,2001:db8::7/128' }).trustProxy,
+    ['10.0.0.5', '172.16.0.0/12', 'fd00::/8', '::1', '2001:db8::7/128'], 'addresses and networks, trimmed')
+  t.same(loadConfig({ ...withDb, TRUST_PROXY: '' }).trustProxy, [], 'empty: none')
+  const anyone = /^TRUST_PROXY must name the proxies, not trust every sender \(".+"\): a client that reaches the service around them could choose its own address$/
+  const list = /^TRUST_PROXY must be a comma-separated list of the proxies' IP addresses or networks \(10\.0\.0\.5, 10\.0\.0\.0\/8, fd00::\/8\), got ".*"$/
+  const refused: [string, RegExp][] = [
+    ['true', anyone], ['*', anyone], ['1', anyone], ['2', anyone], ['0.0.0.0/0', anyone], ['10.0.0.1, ::/0', anyone],
+    ['false', list], ['loopback', list], ['proxy.internal', list], ['10.0.0.256', list], ['10.0.0.0/33', list], ['fd00::/129', list],
+    ['10.0.0.0/8/8', list], ['10.0.0.0/', list], ['10.0.0.0/x', list], ['10.0.0.1,,10.0.0.2', list], ['10.0.0.1,', list], ['-1', list]
+  ]
+  for (const [value, message] of refused) {
+    t.throws(() => loadConfig({ ...withDb, TRUST_PROXY: value }), { name: 'ConfigError', message }, value)
+  }
+  t.throws(() => loadConfig({ ...withDb, TRUST_PROXY: ' ' }), { message: /^TRUST_PROXY is blank/ })
 })
 
 t.test('authentication settings', async t => {

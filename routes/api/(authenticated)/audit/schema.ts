@@ -13,7 +13,7 @@ export const AuditEntry = Type.Object({
   actor_id: Id('The user who acted; null for a caller without a token (a failed login, a refresh token spent again)'),
   key_id: Id('The API key they acted through, if any'),
   session_id: Id('The session they acted in, if any'),
-  ip: Type.Union([Type.String(), Type.Null()], { description: 'The client\'s address, as the service saw it (TRUST_PROXY)' }),
+  ip: Type.Union([Type.String(), Type.Null()], { description: 'The client\'s address: the connection\'s, or, from a proxy named in TRUST_PROXY, the right-most X-Forwarded-For address that is not a trusted proxy\'s' }),
   request_id: Type.Union([Type.String(), Type.Null()], { description: 'The request\'s id, as its log lines and its `X-Request-Id` carry it' }),
   action: Type.Union(['create', 'update', 'delete', 'revoke', 'login', 'login-failed', 'logout', 'end', 'refresh-reuse'].map(action => Type.Literal(action)), { description: 'What was done' }),
   resource: Type.Union(['user', 'role', 'client', 'key', 'session'].map(resource => Type.Literal(resource)), { description: 'To what' }),

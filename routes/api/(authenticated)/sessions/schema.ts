@@ -10,7 +10,7 @@ export const Session = Type.Object({
   last_used_at: { ...Timestamp, description: 'When a token of the session was last used or refreshed; written at most once a minute' },
   expires_at: { ...Timestamp, description: 'When the session ends at the latest (SESSION_MAX_AGE after its login)' },
   user_agent: Type.Union([Type.String(), Type.Null()], { description: 'The User-Agent of the login' }),
-  ip: Type.Union([Type.String(), Type.Null()], { description: 'The client IP of the login' }),
+  ip: Type.Union([Type.String(), Type.Null()], { description: 'The client\'s address at the login, as the audit log has it (TRUST_PROXY)' }),
   current: Type.Boolean({ description: 'Whether the token of this request is of this session' })
 }, { $id: 'Session', additionalProperties: false })
 

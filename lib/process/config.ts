@@ -162,29 +162,46 @@ function oneOf<T extends string> (env: Env, name: string, fallback: T, allowed: 
   return raw as T
 }
 
-const DURATION = /^(\d+)([smhd]?)$/
-const SECONDS = { '': 1, s: 1, m: 60, h: 3600, d: 86400 } as const
+/** A duration: a whole number with a unit, or plain seconds. One grammar for every variable. */
+const DURATION = /^(\d+)(ms|s|m|h|d)?$/
+const MS_PER_UNIT = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
 
-const MILLISECONDS = /^(\d+)(ms|s|m)?$/
-const MS_PER = { ms: 1, s: 1000, m: 60_000 } as const
-
-/** A time limit in milliseconds: `250ms`, `2s`, `1m`, or plain seconds. */
-function milliseconds (env: Env, name: string, fallback: number, { zero = false } = {}): number {
-  const raw = text(env, name, `${fallback}ms`)
-  const match = MILLISECONDS.exec(raw)
-  if (!match || (Number(match[1]) === 0 && !zero)) {
-    throw new ConfigError(`${name} must be a ${zero ? '' : 'positive '}time in seconds, or with a unit (250ms, 2s, 1m), got "${raw}"`)
-  }
-  return Number(match[1]) * MS_PER[(match[2] ?? 's') as keyof typeof MS_PER]
+/** `ms` milliseconds in the largest unit that keeps them whole: 1s, 24d, 1500ms. */
+function spoken (ms: number): string {
+  if (ms === 0) return '0'
+  const unit = (['d', 'h', 'm', 's'] as const).find(unit => ms % MS_PER_UNIT[unit] === 0) ?? 'ms'
+  return `${ms / MS_PER_UNIT[unit]}${unit}`
 }
 
-function duration (env: Env, name: string, fallback: number): number {
-  const raw = text(env, name, String(fallback))
+/** A duration in milliseconds, from `min` to `max`. */
+function duration (env: Env, name: string, fallbackMs: number, min: number, max: number): number {
+  const raw = read(env, name)
+  if (raw === undefined) return fallbackMs
   const match = DURATION.exec(raw)
-  if (!match || Number(match[1]) === 0) {
-    throw new ConfigError(`${name} must be a positive duration in seconds, or with a unit (90s, 15m, 1h, 7d), got "${raw}"`)
+  if (!match) {
+    throw new ConfigError(`${name} must be a duration: a whole number with a unit, ms, s, m, h or d (250ms, 90s, 15m, 1h, 7d), or plain seconds, got "${raw}"`)
   }
-  return Number(match[1]) * SECONDS[match[2] as keyof typeof SECONDS]
+  const ms = Number(match[1]) * MS_PER_UNIT[(match[2] ?? 's') as keyof typeof MS_PER_UNIT]
+  if (ms < min || ms > max) throw new ConfigError(`${name} must be from ${spoken(min)} to ${spoken(max)}, got "${raw}"`)
+  return ms
+}
+
+/** Node's timers and PostgreSQL's timeouts hold at most 2^31 - 1 ms: 24 days and a bit. */
+const LONGEST_TIME_LIMIT = 24 * MS_PER_UNIT.d
+
+/** A time limit, in milliseconds: from 1 ms (0 too, if `zero`) to 24 days. */
+function milliseconds (env: Env, name: string, fallback: number, { zero = false } = {}): number {
+  return duration(env, name, fallback, zero ? 0 : 1, LONGEST_TIME_LIMIT)
+}
+
+/**
+ * A lifetime, window or retention, in whole seconds: at least 1 s (token expiries count whole
+ * seconds), at most a hundred years. A part of a second is refused rather than rounded.
+ */
+function seconds (env: Env, name: string, fallback: number): number {
+  const ms = duration(env, name, fallback * 1_000, 1_000, 36_500 * MS_PER_UNIT.d)
+  if (ms % 1_000 !== 0) throw new ConfigError(`${name} counts whole seconds, got "${read(env, name)}"`)
+  return ms / 1_000
 }
 
 /**
@@ -345,10 +362,10 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
     trustProxy: trustedProxies(env),
     auth: {
       jwtSecret: jwtSecret(env, dataDir, !dbHost),
-      jwtTtlSeconds: duration(env, 'JWT_TTL', 3600),
-      refreshTtlSeconds: duration(env, 'REFRESH_TTL', 30 * 86_400),
-      sessionMaxAgeSeconds: duration(env, 'SESSION_MAX_AGE', 90 * 86_400),
-      refreshReuseGraceSeconds: duration(env, 'REFRESH_REUSE_GRACE', 10),
+      jwtTtlSeconds: seconds(env, 'JWT_TTL', 3600),
+      refreshTtlSeconds: seconds(env, 'REFRESH_TTL', 30 * 86_400),
+      sessionMaxAgeSeconds: seconds(env, 'SESSION_MAX_AGE', 90 * 86_400),
+      refreshReuseGraceSeconds: seconds(env, 'REFRESH_REUSE_GRACE', 10),
       adminEmail,
       adminPassword,
       generateAdmin: !dbHost && adminEmail === undefined,
@@ -358,7 +375,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
         perIp: integer(env, 'AUTH_RATE_LIMIT_IP', 30, 1, 1_000_000),
         perEmail: integer(env, 'AUTH_RATE_LIMIT_EMAIL', 10, 1, 1_000_000),
         notFoundPerIp: integer(env, 'NOT_FOUND_RATE_LIMIT_IP', 100, 1, 1_000_000),
-        windowSeconds: duration(env, 'AUTH_RATE_LIMIT_WINDOW', 60)
+        windowSeconds: seconds(env, 'AUTH_RATE_LIMIT_WINDOW', 60)
       }
     },
     timeouts: {
@@ -374,11 +391,11 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
       maxEventLoopDelay: milliseconds(env, 'MAX_EVENT_LOOP_DELAY', 1_000),
       slowRequest: milliseconds(env, 'SLOW_REQUEST', 1_000)
     },
-    idempotencyTtlSeconds: duration(env, 'IDEMPOTENCY_TTL', 86_400),
+    idempotencyTtlSeconds: seconds(env, 'IDEMPOTENCY_TTL', 86_400),
     requireIfMatch: flag(env, 'REQUIRE_IF_MATCH', false),
     audit: {
       enabled: oneOf(env, 'AUDIT_LOG', 'on', ['on', 'off']) === 'on',
-      retentionSeconds: duration(env, 'AUDIT_RETENTION', 365 * 86_400)
+      retentionSeconds: seconds(env, 'AUDIT_RETENTION', 365 * 86_400)
     },
     metrics: metricsListener(env),
     tracing: tracing(env)

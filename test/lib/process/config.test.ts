@@ -170,6 +170,32 @@ t.test('time limits take milliseconds, seconds or minutes', async t => {
   })
 })
 
+t.test('every duration takes one grammar: a whole number with a unit, ms, s, m, h or d, or plain seconds', async t => {
+  const withDb = { DB_HOST: 'db', JWT_SECRET: SECRET }
+  const spellings: [string, number][] = [['2000ms', 2], ['2s', 2], ['2', 2], ['2m', 120], ['2h', 7_200], ['2d', 172_800]]
+  for (const [value, secondsOf] of spellings) {
+    const config = loadConfig({ ...withDb, JWT_TTL: value, AUDIT_RETENTION: value, HANDLER_TIMEOUT: value, SHUTDOWN_DELAY: value })
+    t.same([config.auth.jwtTtlSeconds, config.audit.retentionSeconds, config.timeouts.handler, config.timeouts.shutdownDelay],
+      [secondsOf, secondsOf, secondsOf * 1_000, secondsOf * 1_000], `${value}, for a lifetime, a retention and time limits alike`)
+  }
+  t.equal(loadConfig({ ...withDb, HANDLER_TIMEOUT: '1h' }).timeouts.handler, 3_600_000, 'a time limit in hours')
+  t.equal(loadConfig({ ...withDb, DB_STATEMENT_TIMEOUT: '24d' }).timeouts.dbStatement, 24 * 86_400_000, 'up to 24 days')
+  t.equal(loadConfig({ ...withDb, SHUTDOWN_DELAY: '0' }).timeouts.shutdownDelay, 0, 'SHUTDOWN_DELAY may be 0')
+  t.equal(loadConfig({ ...withDb, IDEMPOTENCY_TTL: '36500d' }).idempotencyTtlSeconds, 36_500 * 86_400, 'a lifetime of up to a hundred years')
+  const refused: [Record<string, string>, string][] = [
+    [{ JWT_TTL: '500ms' }, 'JWT_TTL must be from 1s to 36500d, got "500ms"'],
+    [{ JWT_TTL: '1500ms' }, 'JWT_TTL counts whole seconds, got "1500ms"'],
+    [{ REFRESH_REUSE_GRACE: '36501d' }, 'REFRESH_REUSE_GRACE must be from 1s to 36500d, got "36501d"'],
+    [{ SHUTDOWN_GRACE: '0ms' }, 'SHUTDOWN_GRACE must be from 1ms to 24d, got "0ms"'],
+    [{ SHUTDOWN_DELAY: '30d' }, 'SHUTDOWN_DELAY must be from 0 to 24d, got "30d"'],
+    [{ KEEP_ALIVE_TIMEOUT: '1.5s' }, 'KEEP_ALIVE_TIMEOUT must be a duration: a whole number with a unit, ms, s, m, h or d (250ms, 90s, 15m, 1h, 7d), or plain seconds, got "1.5s"'],
+    [{ AUTH_RATE_LIMIT_WINDOW: '1w' }, 'AUTH_RATE_LIMIT_WINDOW must be a duration: a whole number with a unit, ms, s, m, h or d (250ms, 90s, 15m, 1h, 7d), or plain seconds, got "1w"']
+  ]
+  for (const [change, message] of refused) {
+    t.throws(() => loadConfig({ ...withDb, ...change }), { name: 'ConfigError', message }, JSON.stringify(change))
+  }
+})
+
 t.test('a bad value stops start-up with a message naming the variable', async t => {
   const withDb = { DB_HOST: 'db', JWT_SECRET: SECRET }
   const cases: [Record<string, string>, RegExp][] = [
@@ -182,20 +208,20 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, LOG_LEVEL: 'loud' }, /^LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/],
     [{ DB_HOST: 'db' }, /^JWT_SECRET is required with DB_HOST/],
     [{ DB_HOST: 'db', JWT_SECRET: 'short' }, /^JWT_SECRET must be at least 32 bytes, got 5$/],
-    [{ ...withDb, JWT_TTL: '0' }, /^JWT_TTL must be a positive duration/],
-    [{ ...withDb, JWT_TTL: '1 hour' }, /^JWT_TTL /],
+    [{ ...withDb, JWT_TTL: '0' }, /^JWT_TTL must be from 1s to 36500d, got "0"$/],
+    [{ ...withDb, JWT_TTL: '1 hour' }, /^JWT_TTL must be a duration: a whole number with a unit, ms, s, m, h or d \(250ms, 90s, 15m, 1h, 7d\), or plain seconds, got "1 hour"$/],
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com' }, /^ADMIN_PASSWORD must be set with ADMIN_EMAIL$/],
     [{ ...withDb, ADMIN_PASSWORD: 'long enough' }, /^ADMIN_EMAIL must be set with ADMIN_PASSWORD$/],
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'short' }, /^ADMIN_PASSWORD must be 8 to 128 characters long$/],
     [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /],
-    [{ ...withDb, HANDLER_TIMEOUT: '0' }, /^HANDLER_TIMEOUT must be a positive time in seconds, or with a unit \(250ms, 2s, 1m\), got "0"$/],
-    [{ ...withDb, DB_STATEMENT_TIMEOUT: '1h' }, /^DB_STATEMENT_TIMEOUT /],
+    [{ ...withDb, HANDLER_TIMEOUT: '0' }, /^HANDLER_TIMEOUT must be from 1ms to 24d, got "0"$/],
+    [{ ...withDb, DB_STATEMENT_TIMEOUT: '25d' }, /^DB_STATEMENT_TIMEOUT must be from 1ms to 24d, got "25d"$/],
     [{ ...withDb, CORS_ORIGIN: 'app.example.com' }, /^CORS_ORIGIN must be \* or a comma-separated list of origins/],
-    [{ ...withDb, IDEMPOTENCY_TTL: '0' }, /^IDEMPOTENCY_TTL must be a positive duration/],
+    [{ ...withDb, IDEMPOTENCY_TTL: '0' }, /^IDEMPOTENCY_TTL must be from 1s to 36500d, got "0"$/],
     [{ ...withDb, REQUIRE_IF_MATCH: 'yes' }, /^REQUIRE_IF_MATCH must be one of true, false, got "yes"$/],
     [{ ...withDb, AUDIT_LOG: 'false' }, /^AUDIT_LOG must be one of on, off, got "false"$/],
-    [{ ...withDb, AUDIT_RETENTION: '0' }, /^AUDIT_RETENTION must be a positive duration/],
-    [{ ...withDb, SHUTDOWN_DELAY: '-1s' }, /^SHUTDOWN_DELAY must be a time in seconds, or with a unit \(250ms, 2s, 1m\), got "-1s"$/],
+    [{ ...withDb, AUDIT_RETENTION: '0' }, /^AUDIT_RETENTION must be from 1s to 36500d, got "0"$/],
+    [{ ...withDb, SHUTDOWN_DELAY: '-1s' }, /^SHUTDOWN_DELAY must be a duration: a whole number with a unit, ms, s, m, h or d \(250ms, 90s, 15m, 1h, 7d\), or plain seconds, got "-1s"$/],
     [{ ...withDb, MIGRATE: 'no' }, /^MIGRATE must be one of true, false, got "no"$/],
     [{ ...withDb, DB_POOLER: 'session' }, /^DB_POOLER must be one of none, transaction, got "session"$/],
     [{ DB_POOLER: 'transaction' }, /^DB_POOLER=transaction needs DB_HOST: the embedded PostgreSQL has no pooler in front$/],

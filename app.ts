@@ -3,7 +3,7 @@ import AutoLoad, { type AutoloadPluginOptions } from '@fastify/autoload'
 import fp from 'fastify-plugin'
 import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import type { Config } from './lib/process/config.js'
+import type { LoadedConfig } from './lib/process/config.js'
 import { buildValidator } from './lib/http/validation.js'
 import { parseQueryString } from './lib/http/query-string.js'
 import { requestId } from './lib/http/request-id.js'
@@ -16,7 +16,7 @@ export type { AppOptions }
  * The server options of the application. server.ts and the tests build the app with
  * these same options, so the tests exercise the real validation and limits.
  */
-export function serverOptions (config: Config): FastifyServerOptions {
+export function serverOptions (config: LoadedConfig): FastifyServerOptions {
   return {
     logger: {
       level: config.logLevel,

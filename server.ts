@@ -2,14 +2,15 @@ import cluster from 'node:cluster'
 import type { AddressInfo } from 'node:net'
 import Fastify from 'fastify'
 import app, { serverOptions } from './app.js'
-import { ConfigError, listeningOrigin, loadConfig, type Config } from './lib/process/config.js'
+import { ConfigError, listeningOrigin, loadConfig, type LoadedConfig } from './lib/process/config.js'
+import { withJwtSecret } from './lib/process/jwt-secret.js'
 import { claimDataDir } from './lib/db/data-dir-lock.js'
 import { EmbeddedPostgres } from './lib/db/embedded-postgres.js'
 import { forTerminal } from './lib/process/logging.js'
 import { drainConnections } from './lib/process/drain.js'
 import { runPrimary } from './lib/process/primary.js'
 
-function readConfig (): Config {
+function readConfig (): LoadedConfig {
   try {
     return loadConfig()
   } catch (error) {
@@ -28,7 +29,7 @@ if (cluster.isPrimary && config.workers > 1) {
 }
 
 /** One server: listens until SIGTERM or SIGINT, then finishes the requests in flight. */
-async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
+async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefined) {
   const options = serverOptions(config)
   const fastify = Fastify({ ...options, logger: forTerminal(options.logger as object) })
 
@@ -71,7 +72,8 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
   process.on('SIGINT', shutdown)
 
   try {
-    await fastify.register(app, { config })
+    // Once DATA_DIR is this process's (or, in a worker, once the primary has made it).
+    await fastify.register(app, { config: withJwtSecret(config) })
     await fastify.listen({ port: config.port, host: config.host })
     const { port } = fastify.server.address() as AddressInfo
     const origin = listeningOrigin(config.host, port)

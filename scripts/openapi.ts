@@ -5,10 +5,11 @@ import { writeFile } from 'node:fs/promises'
 import Fastify from 'fastify'
 import app, { serverOptions } from '../app.js'
 import { loadConfig } from '../lib/process/config.js'
+import { withJwtSecret } from '../lib/process/jwt-secret.js'
 import { EmbeddedPostgres } from '../lib/db/embedded-postgres.js'
 
 // No metrics listener: it would contend with a running service's for METRICS_PORT.
-const config = { ...loadConfig(), logLevel: 'warn' as const, metrics: null }
+const config = { ...withJwtSecret(loadConfig()), logLevel: 'warn' as const, metrics: null }
 const embedded = config.db ? undefined : new EmbeddedPostgres(config.dataDir)
 const started = await embedded?.start()
 try {

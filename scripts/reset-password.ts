@@ -7,13 +7,14 @@ import Fastify from 'fastify'
 import app, { serverOptions } from '../app.js'
 import { ensureCommandDatabase } from '../lib/db/command-database.js'
 import { loadConfig } from '../lib/process/config.js'
+import { withJwtSecret } from '../lib/process/jwt-secret.js'
 
 const email = process.argv[2]?.trim()
 if (!email) {
   console.error('Usage: npm run reset-password -- <e-mail address>')
   process.exit(2)
 }
-const loaded = loadConfig()
+const loaded = withJwtSecret(loadConfig())
 // A one-off command: no metrics listener beside the running service's.
 const config = { ...loaded, logLevel: 'warn' as const, auth: { ...loaded.auth, generateAdmin: false }, metrics: null }
 await ensureCommandDatabase(config)

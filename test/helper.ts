@@ -4,6 +4,7 @@ import pg from 'pg'
 import AutoLoad from '@fastify/autoload'
 import app, { routesFolder, serverOptions } from '../app.js'
 import { loadConfig, type Config, type DatabaseConfig } from '../lib/process/config.js'
+import { withJwtSecret } from '../lib/process/jwt-secret.js'
 import { conformToOpenApi } from './openapi-conformance.js'
 import { testEmbeddedPostgres } from './setup/test-database-server.js'
 
@@ -12,7 +13,7 @@ export const TEST_JWT_SECRET = 'a test secret, 32 bytes or longer, never used in
 
 /** The configuration of the environment the tests run in. */
 function environmentConfig (): Config {
-  return loadConfig({ ...process.env, JWT_SECRET: TEST_JWT_SECRET })
+  return withJwtSecret(loadConfig({ ...process.env, JWT_SECRET: TEST_JWT_SECRET }))
 }
 
 /** The PostgreSQL server the tests use: DB_HOST … DB_PASSWORD when set, else the embedded one. */

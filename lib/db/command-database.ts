@@ -1,4 +1,4 @@
-import type { Config } from '../process/config.js'
+import type { LoadedConfig } from '../process/config.js'
 import { claimDataDir, DataDirInUse } from './data-dir-lock.js'
 import { EmbeddedPostgres } from './embedded-postgres.js'
 
@@ -8,7 +8,7 @@ import { EmbeddedPostgres } from './embedded-postgres.js'
  * is while a server runs it; else started for the command, which holds DATA_DIR meanwhile (a
  * server started then says so and exits), and stopped when the command exits.
  */
-export async function ensureCommandDatabase (config: Config): Promise<void> {
+export async function ensureCommandDatabase (config: LoadedConfig): Promise<void> {
   if (config.db) return
   const embedded = new EmbeddedPostgres(config.dataDir)
   try {

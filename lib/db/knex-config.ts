@@ -1,12 +1,12 @@
 import type { Knex } from 'knex'
-import type { Config } from '../process/config.js'
+import type { LoadedConfig } from '../process/config.js'
 import { EmbeddedPostgres } from './embedded-postgres.js'
 import { migrationSource } from './migrations.js'
 import { SESSION_OPTIONS, types } from './pg-types.js'
 import { PooledKnexClient } from './pooled-client.js'
 
 /** Whether the service's connections go through a transaction-mode pooler (DB_POOLER=transaction). */
-export function throughPooler (config: Config): boolean {
+export function throughPooler (config: LoadedConfig): boolean {
   return config.dbPooler === 'transaction'
 }
 
@@ -15,7 +15,7 @@ export function throughPooler (config: Config): boolean {
  * connections to PostgreSQL itself (DB_DIRECT_HOST, DB_DIRECT_PORT), past any pooler, for what
  * needs a session of its own.
  */
-export function knexConfig (config: Config, { direct = false } = {}): Knex.Config {
+export function knexConfig (config: LoadedConfig, { direct = false } = {}): Knex.Config {
   const db = config.db ?? new EmbeddedPostgres(config.dataDir).connection
   const server = direct && config.dbDirect !== null ? { ...db, ...config.dbDirect } : db
   const common = {

@@ -1,5 +1,3 @@
-import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { isIP, isIPv6 } from 'node:net'
 import path from 'node:path'
 
@@ -121,6 +119,13 @@ export interface DatabaseConfig {
   password: string
 }
 
+/**
+ * The configuration as read from the environment, before start-up: on the embedded database
+ * without JWT_SECRET, `auth.jwtSecret` is null until start-up takes the one kept in DATA_DIR
+ * (withJwtSecret, lib/process/jwt-secret.ts). Reading it writes nothing.
+ */
+export type LoadedConfig = Omit<Config, 'auth'> & { auth: Omit<AuthConfig, 'jwtSecret'> & { jwtSecret: string | null } }
+
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
@@ -205,10 +210,10 @@ function seconds (env: Env, name: string, fallback: number): number {
 }
 
 /**
- * JWT_SECRET, which must be at least 32 bytes. With the embedded database and no
- * JWT_SECRET, a random one is generated once and kept in the data folder.
+ * JWT_SECRET, which must be at least 32 bytes; null when none is given on the embedded
+ * database, where start-up keeps one in the data folder (lib/process/jwt-secret.ts).
  */
-function jwtSecret (env: Env, dataDir: string, embedded: boolean): string {
+function jwtSecret (env: Env, embedded: boolean): string | null {
   const secret = env.JWT_SECRET
   if (secret !== undefined && secret !== '') {
     read(env, 'JWT_SECRET')
@@ -216,15 +221,7 @@ function jwtSecret (env: Env, dataDir: string, embedded: boolean): string {
     return secret
   }
   if (!embedded) throw new ConfigError('JWT_SECRET is required with DB_HOST: a random string of at least 32 bytes')
-  const file = path.join(dataDir, 'jwt-secret')
-  try {
-    return readFileSync(file, 'utf8')
-  } catch {
-    const generated = randomBytes(48).toString('base64url')
-    mkdirSync(dataDir, { recursive: true })
-    writeFileSync(file, generated, { mode: 0o600 })
-    return generated
-  }
+  return null
 }
 
 /** A comma-separated list of origins (`https://app.example.com`), or `*` for any. */
@@ -323,8 +320,9 @@ function tracing (env: Env): TracingConfig | null {
 /**
  * Reads and validates the configuration; throws a ConfigError naming the bad variable. A
  * relative DATA_DIR is taken from `folder` (where `npm start` runs the service: the package's).
+ * Nothing is written: the embedded database's JWT secret is start-up's (withJwtSecret).
  */
-export function loadConfig (env: Env = process.env, folder = process.cwd()): Config {
+export function loadConfig (env: Env = process.env, folder = process.cwd()): LoadedConfig {
   const dbHost = read(env, 'DB_HOST')
   const dataDir = path.resolve(folder, text(env, 'DATA_DIR', '.data'))
   const adminEmail = optional(env, 'ADMIN_EMAIL')
@@ -361,7 +359,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Con
     corsOrigins: origins(env, 'CORS_ORIGIN'),
     trustProxy: trustedProxies(env),
     auth: {
-      jwtSecret: jwtSecret(env, dataDir, !dbHost),
+      jwtSecret: jwtSecret(env, !dbHost),
       jwtTtlSeconds: seconds(env, 'JWT_TTL', 3600),
       refreshTtlSeconds: seconds(env, 'REFRESH_TTL', 30 * 86_400),
       sessionMaxAgeSeconds: seconds(env, 'SESSION_MAX_AGE', 90 * 86_400),

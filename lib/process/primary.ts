@@ -2,9 +2,10 @@ import cluster, { type Worker } from 'node:cluster'
 import type { Server } from 'node:http'
 import { pino } from 'pino'
 import { AggregatorRegistry } from 'prom-client'
-import { listeningOrigin, type Config } from './config.js'
+import { listeningOrigin, type LoadedConfig } from './config.js'
 import { claimDataDir } from '../db/data-dir-lock.js'
 import { EmbeddedPostgres } from '../db/embedded-postgres.js'
+import { withJwtSecret } from './jwt-secret.js'
 import { forTerminal } from './logging.js'
 import { boundAddress, closeMetrics, serveMetrics } from './metrics-server.js'
 
@@ -17,7 +18,7 @@ const RESTART_DELAY_MS = 1_000
  * worker finish its requests in flight before it stops the database and exits. It serves the
  * metrics listener (METRICS_PORT): the workers' metrics, summed (plugins/app/metrics.ts).
  */
-export async function runPrimary (config: Config, graceMs: number): Promise<void> {
+export async function runPrimary (config: LoadedConfig, graceMs: number): Promise<void> {
   const log = pino(forTerminal({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } }))
   // First, as it is the quickest to fail (a port taken).
   let metrics: Server | undefined
@@ -40,6 +41,8 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
     try {
       await claimDataDir(config.dataDir, 'another server')
       await embedded.start()
+      // Before the workers start, so that they all read this one.
+      withJwtSecret(config)
     } catch (error) {
       log.fatal({ err: error }, 'could not start')
       process.exit(1)

@@ -29,6 +29,7 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'admin@example.com', password: createdAdmin!.password })
   })
   t.equal(adminLogin.status, 200, 'and works')
+  const token = ((await adminLogin.json()) as { data: string }).data
   const created = await fetch(`${first.url}/students`, {
     method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ada)
   })
@@ -58,6 +59,8 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
     if (t.passing()) return
     for (const entry of second.logs) if (Number(entry.level) >= 40) t.comment(JSON.stringify(entry))
   })
+  const profile = await fetch(`${second.url}/api/profile`, { headers: { authorization: `Bearer ${token}` } })
+  t.equal(profile.status, 200, 'a token of the first run holds after the restart: the JWT secret generated in DATA_DIR was kept, and the workers read it')
   const again = await fetch(`${second.url}/students/${student.id}`)
   t.same(await again.json(), student, 'data survives the restart')
   const list = await (await fetch(`${second.url}/students`)).json() as unknown[]

@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { mkdtemp, readdir, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
@@ -6,11 +6,11 @@ import { listeningOrigin, loadConfig } from '../../../lib/process/config.js'
 
 const SECRET = 'x'.repeat(32)
 
-t.test('defaults, with the embedded database', async t => {
+t.test('defaults, with the embedded database; reading them writes nothing', async t => {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'config-'))
   t.teardown(() => rm(dataDir, { recursive: true, force: true }))
   const config = loadConfig({ DATA_DIR: dataDir })
-  const secret = await readFile(path.join(dataDir, 'jwt-secret'), 'utf8')
+  t.same(await readdir(dataDir), [], 'nothing written in DATA_DIR: no jwt-secret')
   t.same(config, {
     port: 3000,
     host: 'localhost',
@@ -25,7 +25,7 @@ t.test('defaults, with the embedded database', async t => {
     corsOrigins: [],
     trustProxy: [],
     auth: {
-      jwtSecret: secret,
+      jwtSecret: null,
       jwtTtlSeconds: 3600,
       refreshTtlSeconds: 2_592_000,
       sessionMaxAgeSeconds: 7_776_000,
@@ -56,9 +56,9 @@ t.test('defaults, with the embedded database', async t => {
     metrics: { host: '127.0.0.1', port: 9464 },
     tracing: null
   })
-  t.ok(Buffer.byteLength(secret) >= 32, 'a generated JWT secret of 32 bytes or more')
-  t.equal((await stat(path.join(dataDir, 'jwt-secret'))).mode & 0o777, 0o600, 'readable by its owner only')
-  t.equal(loadConfig({ DATA_DIR: dataDir }).auth.jwtSecret, secret, 'kept across restarts')
+  const missing = path.join(dataDir, 'not yet')
+  t.equal(loadConfig({ DATA_DIR: missing }).dataDir, missing)
+  t.same(await readdir(dataDir), [], 'a DATA_DIR that does not exist is not made')
 })
 
 t.test('DB_HOST switches to that server, with the other DB_ settings', async t => {

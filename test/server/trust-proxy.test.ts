@@ -6,7 +6,8 @@ import { spawn, spawnSync } from 'node:child_process'
 import http from 'node:http'
 import path from 'node:path'
 import t from 'tap'
-import { databaseEnv, freePort, sleep, startServer } from './process.js'
+import { within } from '../helper.js'
+import { databaseEnv, freePort, listeningWorkers, sleep, startServer } from './process.js'
 
 const haproxy = spawnSync('haproxy', ['-v']).status === 0
 
@@ -32,8 +33,10 @@ const PER_IP = 3
 t.test('behind HAProxy with TRUST_PROXY: every client has its own per-IP budget, and its own address in its sessions and the audit log; X-Forwarded-For chooses nothing',
   { skip: haproxy ? false : 'haproxy is not installed (.ci/run installs it)' }, async t => {
     const env = { ...await databaseEnv(t), ADMIN_EMAIL: ADMIN.email, ADMIN_PASSWORD: ADMIN.password, AUTH_RATE_LIMIT_IP: String(PER_IP), AUTH_RATE_LIMIT_EMAIL: '100', TRUST_PROXY: '127.0.0.1' }
-    const instance = await startServer({ ...env, PORT: String(await freePort()) })
+    // With WORKERS: each worker builds its server as server.ts does alone, the primary forks them.
+    const instance = await startServer({ ...env, PORT: String(await freePort()), WORKERS: '2' })
     t.teardown(() => instance.kill())
+    t.ok(await within(60_000, () => listeningWorkers(instance).length === 2), 'both workers listen')
     const direct = instance.url
 
     const lbPort = await freePort()

@@ -66,6 +66,9 @@ const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, 
 function sessionStatements (database: Database) {
   const { knex } = database
   return {
+    // FOR NO KEY UPDATE, as every change of a user locks the user (users-repository.ts's findLocked).
+    lockUser: prepare<[userId: number], unknown>(database, 'sessions.lock-user', userId =>
+      knex('users').where('id', userId).forNoKeyUpdate().select('id')),
     count: prepare<[windowSeconds: number, ipKey: string, hash: string], AttemptCount>(
       database, 'sessions.count-refresh',
       (windowSeconds, ipKey, hash) => countAttempt(knex, windowSeconds, ipKey,
@@ -81,11 +84,11 @@ function sessionStatements (database: Database) {
           select decode(?, 'hex'), id, now(), least(now() + make_interval(secs => ?), expires_at) from session),
         superseded as (
           -- The statement does not see the session it starts: one fewer of the others stays.
-          -- Rows another statement holds locked (another login ending them, a refresh) are
-          -- left: the cap is soft, by a few sessions at most.
+          -- It sees every other (logins of the user wait for each other: start, below); one
+          -- ended meanwhile by a logout or a password change is left to that.
           update sessions set ended_at = now(), end_reason = 'superseded'
           where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
-            order by id desc offset ? for update skip locked)
+            order by id desc offset ?) and ended_at is null
           returning id)
         select s.id::float8 as id, s.user_id, u.token_generation,
           floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at,
@@ -144,12 +147,16 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   return {
     /**
      * Starts a session of the user, with its first refresh token, and ends their oldest live
-     * sessions past SESSIONS_PER_USER (`superseded`: their ids), in one statement: logins of
-     * one user at once (a fleet of clients sharing an account) would otherwise queue behind
-     * each other's row locks while the password hashes hold the cores.
+     * sessions past SESSIONS_PER_USER (`superseded`: their ids). The user's row is locked
+     * first, by a statement of its own, so that logins of one user at once (a fleet of clients
+     * sharing an account) take their turns, each seeing the sessions the ones before it started:
+     * the cap holds at every moment. They queue after their password checks, for a statement
+     * and the audit entries, and in the order every change of a user takes its locks (the user,
+     * then their sessions), so not in a deadlock with a password change or a logout everywhere.
      */
     async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number, superseded: number[] }> {
       const refreshToken = newRefreshToken()
+      await statements.lockUser([userId], trx)
       const { rows: [row] } = await statements.start([userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
         refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, userId, SESSIONS_PER_USER - 1], trx)
       cache.afterCommit(trx, callers => { for (const id of row!.superseded) callers.forgetSession(id) })

@@ -33,7 +33,6 @@ export type OnReuse = (trx: Knex, ended: EndedSession) => Promise<void>
 export interface LiveSession {
   id: number
   userId: number
-  generation: number
   /** The session's end at the latest, seconds since the epoch. */
   expiresAt: number
 }
@@ -56,8 +55,8 @@ export const SESSIONS_PER_USER = 100
 const SESSION_COLUMNS = 'id::float8 as id, created_at, last_used_at, expires_at, user_agent, ip'
 const LIVE = 'ended_at is null and expires_at > now()'
 
-interface LiveRow { id: number, user_id: number, token_generation: number, expires_at: number, issued_at: number }
-const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, generation: row.token_generation, expiresAt: row.expires_at })
+interface LiveRow { id: number, user_id: number, expires_at: number, issued_at: number }
+const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, expiresAt: row.expires_at })
 
 /**
  * The statements of a login's session and of a refresh, prepared: both are hot paths, and
@@ -90,10 +89,10 @@ function sessionStatements (database: Database) {
           where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
             order by id desc offset ?) and ended_at is null
           returning id)
-        select s.id::float8 as id, s.user_id, u.token_generation,
+        select s.id::float8 as id, s.user_id,
           floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at,
           array(select id::float8 from superseded) as superseded
-        from session s join users u on u.id = s.user_id`,
+        from session s`,
       [userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, sameUserId, keep])),
     // The session by its key, from a subquery of the spent token: joined to the spent row
     // instead, the planner may start from the users (a CTE's row count is unknown to it, and
@@ -105,14 +104,14 @@ function sessionStatements (database: Database) {
           where hash = decode(?, 'hex') and spent_at is null and expires_at > now()
           returning session_id),
         live as (
-          select s.id, s.user_id, s.expires_at, u.token_generation
+          select s.id, s.user_id, s.expires_at
           from sessions s join users u on u.id = s.user_id
           where s.id = (select session_id from spent) and s.ended_at is null and s.expires_at > now() and u.deleted_at is null),
         successor as (
           insert into refresh_tokens (hash, session_id, issued_at, expires_at)
           select decode(?, 'hex'), id, now(), least(now() + make_interval(secs => ?), expires_at) from live),
         used as (update sessions s set last_used_at = now() from live where s.id = live.id)
-        select id::float8 as id, user_id, token_generation, floor(extract(epoch from expires_at))::float8 as expires_at,
+        select id::float8 as id, user_id, floor(extract(epoch from expires_at))::float8 as expires_at,
           floor(extract(epoch from now()))::float8 as issued_at
         from live`, [hash, successorHash, refreshTtlSeconds]))
   }
@@ -185,7 +184,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       // Not spent now: unknown, expired, of an ended session, or spent before (by a request
       // that may have just committed: this statement sees it).
       const { rows: [known] } = await knex.raw<{ rows: (LiveRow & { spent: boolean, within_grace: boolean, session_live: boolean })[] }>(`
-        select s.id::float8 as id, s.user_id, u.token_generation, floor(extract(epoch from s.expires_at))::float8 as expires_at,
+        select s.id::float8 as id, s.user_id, floor(extract(epoch from s.expires_at))::float8 as expires_at,
           floor(extract(epoch from t.spent_at))::float8 as issued_at,
           t.spent_at is not null as spent,
           coalesce(now() - t.spent_at <= make_interval(secs => ?), false) as within_grace,

@@ -92,7 +92,7 @@ export const CreateHeaders = Type.Object({
     minLength: 1,
     maxLength: 255,
     pattern: '^[\\x20-\\x7e]+$',
-    description: 'Makes the create safe to retry: a repeat with the same key and the same request within `IDEMPOTENCY_TTL` (24 h) gets the first answer again (`Idempotent-Replayed: true`) and writes nothing. 1-255 printable ASCII characters; a UUID is a good key.',
+    description: 'Makes the create safe to retry: a repeat with the same key and the same request (method, path, caller, and body whatever the order of its keys) within `IDEMPOTENCY_TTL` (24 h) gets the first answer again (`Idempotent-Replayed: true`) and writes nothing. 1-255 printable ASCII characters; a UUID is a good key.',
     example: '3b1f9c1e-8e4a-4c2b-9f57-0c1d2e3f4a5b'
   }))
 })

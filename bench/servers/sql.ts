@@ -9,7 +9,7 @@ export const SQL = {
   byId: `select ${COLUMNS} from "students" where "id" = $1 limit $2`,
   page: `select ${COLUMNS} from "students" where "id" > $1 order by "id" asc limit $2`,
   insert: `insert into "students" ("age", "dob", "email", "name") values ($1, $2, $3, $4) returning ${COLUMNS}`,
-  credentials: 'select "u"."id", "u"."password", "u"."token_generation" from "users" as "u" where "u"."deleted_at" is null and "u"."email_key" = $1 limit $2'
+  credentials: 'select "u"."id", "u"."password" from "users" as "u" where "u"."deleted_at" is null and "u"."email_key" = $1 limit $2'
 }
 
 /** The database of DB_HOST … DB_PASSWORD, and the pool size DB_POOL_MAX, as the ceilings take them. */

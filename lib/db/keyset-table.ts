@@ -84,7 +84,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   }
 
   /** The count asked for: PostgreSQL's planner's estimate, or every matching row counted. */
-  async function count (request: ListRequest): Promise<number | undefined> {
+  async function count (request: ListRequest): Promise<number> {
     const { sql, bindings } = applyFilters(rows(knex), fields, request.filters, customFilters).select(knex.raw('1')).toSQL().toNative()
     const values = bindings as unknown[]
     if (request.count === 'exact') {
@@ -133,8 +133,13 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       if (request.count === undefined) return page(request)
       const estimateAfter = request.count === 'estimated' && request.after === undefined
       const [found, total] = await Promise.all([page(request), estimateAfter ? undefined : count(request)])
-      if (!estimateAfter) return { ...found, total }
-      return { ...found, total: found.next ? await count(request) : found.rows.length }
+      if (request.count === 'exact') return { ...found, total }
+      if (estimateAfter && !found.next) return { ...found, total: found.rows.length }
+      // An estimate never says less than the page shows: its rows, and one more when a next
+      // page follows (stale statistics can estimate 1 for a page of five). Earlier pages the
+      // caller has seen are not known here.
+      const shown = found.rows.length + (found.next ? 1 : 0)
+      return { ...found, total: Math.max(total ?? await count(request), shown) }
     },
 
     /** The SQL and values a page of this list runs, for EXPLAIN. */

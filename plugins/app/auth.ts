@@ -23,8 +23,12 @@ export interface Caller {
 interface TokenClaims {
   sub: string
   jti: string
-  /** The user's token generation when the token was issued; logging out everywhere moves it on. */
-  gen: number
+  /**
+   * A token of no session (issued before sessions were): the user's token generation when it
+   * was issued, which logging out everywhere moves on. Session tokens of earlier releases carry
+   * it too, unread: their session is what holds.
+   */
+  gen?: number
   /** The session's id (plugins/app/sessions-repository.ts). */
   sid?: number
   iat: number
@@ -77,8 +81,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 function wellFormed (claims: TokenClaims): boolean {
   return typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= MAX_ID &&
     typeof claims.jti === 'string' && UUID.test(claims.jti) &&
-    Number.isSafeInteger(claims.gen) && claims.gen >= 0 &&
-    (claims.sid === undefined || (Number.isSafeInteger(claims.sid) && claims.sid > 0))
+    (claims.gen === undefined || (Number.isSafeInteger(claims.gen) && claims.gen >= 0)) &&
+    (claims.sid === undefined ? claims.gen !== undefined : Number.isSafeInteger(claims.sid) && claims.sid > 0)
 }
 
 /**
@@ -111,7 +115,7 @@ export default fp(async (fastify) => {
   fastify.decorate('sessionTokens', (session: LiveSession, refreshToken: string, issuedAt: number, jti: string = randomUUID()): SessionTokens => {
     // No access token outlives its session.
     const lifetime = Math.min(jwtTtlSeconds, session.expiresAt - issuedAt)
-    const claims = { sub: String(session.userId), jti, gen: session.generation, sid: session.id, iat: issuedAt }
+    const claims = { sub: String(session.userId), jti, sid: session.id, iat: issuedAt }
     const token = lifetime === jwtTtlSeconds ? fastify.jwt.sign(claims) : fastify.jwt.sign(claims, { expiresIn: Math.max(1, lifetime) })
     return { data: token, refresh_token: refreshToken, expires_in: Math.max(1, lifetime), token_type: 'Bearer' }
   })

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { composed, insert, runOnPool, type Companion, type Insertion, type PreparedQuery } from '../../lib/db/prepared-query.js'
 import { recordFields } from '../../lib/db/record-text.js'
+import { canonicalJson } from '../../lib/http/canonical-json.js'
 import { Statement, type Scalar } from '../../lib/db/statement-query.js'
 
 /** What a create made: the answer's body, the new record's address and, if it has one, its tag. */
@@ -39,6 +40,8 @@ const RETRY_AFTER_SECONDS = 1
 /** Expired keys deleted at a time, and how often each instance sweeps at the most. */
 const SWEEP_BATCH = 10_000
 const SWEEP_EVERY_MS = 60_000
+/** The form of the fingerprints kept now: an HMAC of the request with its body in canonical form. */
+const FINGERPRINT_FORM = '2:'
 
 interface StoredAnswer { status: number, headers: Record<string, string>, body: string }
 interface KeptRecord { fingerprint: string, live: boolean, record: string | null, status: number, headers: Record<string, string> | null, body: string | null }
@@ -88,7 +91,8 @@ const SWEEP = `delete from idempotency_keys where ctid = any(array(
 /**
  * `Idempotency-Key` on every create (the IETF httpapi draft "The Idempotency-Key HTTP Header
  * Field"). Keys are the caller's on authenticated routes and the route's on open ones; a
- * repeat with the same key and the same request (method, route, body) gets the first answer
+ * repeat with the same key and the same request (method, route, body whatever the order of
+ * its keys) gets the first answer
  * again with `Idempotent-Replayed: true`; with another request, 422; while the first still
  * runs, 409 with Retry-After (`createOnce`), or the first's answer once its statement commits
  * (`insertOnce`: a create of one INSERT, whose key is kept in that INSERT's own statement, one
@@ -122,11 +126,21 @@ export default fp(async (fastify) => {
     return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body)
   }
 
-  function fingerprint (request: FastifyRequest): string {
-    return createHmac('sha256', secret)
-      .update(`${request.method} ${request.routeOptions.url!}\n${JSON.stringify(request.body)}`)
-      .digest('base64url')
-  }
+  // The request is its method, its route (creates take no path or query parameters) and its
+  // body in canonical form, so that a retry whose body was serialized again with its keys in
+  // another order is the same request. `2:` names the form.
+  const hmacOf = (request: FastifyRequest, body: string | undefined) => createHmac('sha256', secret)
+    .update(`${request.method} ${request.routeOptions.url!}\n${body}`)
+    .digest('base64url')
+  const fingerprint = (request: FastifyRequest) => `${FINGERPRINT_FORM}${hmacOf(request, canonicalJson(request.body))}`
+  /**
+   * Whether a kept fingerprint is this request's. One kept before the canonical form (no form
+   * named; at most IDEMPOTENCY_TTL after an upgrade) was over the body as it came: a retry
+   * across the upgrade still matches if it is the same text again.
+   */
+  const isThisRequest = (kept: string, request: FastifyRequest, print: string) => kept.startsWith(FINGERPRINT_FORM)
+    ? kept === print
+    : kept === hmacOf(request, JSON.stringify(request.body))
 
   // The route's header schema has checked the key's form.
   const keyOf = (request: FastifyRequest) => request.headers['idempotency-key'] as string | undefined
@@ -151,7 +165,7 @@ export default fp(async (fastify) => {
       const { rows: [found] } = await trx.raw<{ rows: [{ locked: boolean, fingerprint: string | null } & StoredAnswer] }>(LOOK_UP, [`${scope}\n${key}`, scope, key])
       if (!found.locked) throw underWay(reply)
       if (found.fingerprint !== null) {
-        if (found.fingerprint !== print) throw otherRequest()
+        if (!isThisRequest(found.fingerprint, this, print)) throw otherRequest()
         return found
       }
       const created = await create(trx)
@@ -195,7 +209,7 @@ export default fp(async (fastify) => {
           await runOnPool(fastify.pgPool, dropExpired, [scope, key])
           continue
         }
-        if (kept.fingerprint !== print) throw otherRequest()
+        if (!isThisRequest(kept.fingerprint, this, print)) throw otherRequest()
         if (kept.body === null && !kept.record!.startsWith(`${mark} `)) throw keptByAnotherVersion()
         reply.header('idempotent-replayed', 'true')
         fastify.metrics.idempotencyReplays.inc()

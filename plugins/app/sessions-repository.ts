@@ -33,7 +33,6 @@ export type OnReuse = (trx: Knex, ended: EndedSession) => Promise<void>
 export interface LiveSession {
   id: number
   userId: number
-  generation: number
   /** The session's end at the latest, seconds since the epoch. */
   expiresAt: number
 }
@@ -56,8 +55,8 @@ export const SESSIONS_PER_USER = 100
 const SESSION_COLUMNS = 'id::float8 as id, created_at, last_used_at, expires_at, user_agent, ip'
 const LIVE = 'ended_at is null and expires_at > now()'
 
-interface LiveRow { id: number, user_id: number, token_generation: number, expires_at: number, issued_at: number }
-const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, generation: row.token_generation, expiresAt: row.expires_at })
+interface LiveRow { id: number, user_id: number, expires_at: number, issued_at: number }
+const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, expiresAt: row.expires_at })
 
 /**
  * The statements of a login's session and of a refresh, prepared: both are hot paths, and
@@ -66,6 +65,9 @@ const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, 
 function sessionStatements (database: Database) {
   const { knex } = database
   return {
+    // FOR NO KEY UPDATE, as every change of a user locks the user (users-repository.ts's findLocked).
+    lockUser: prepare<[userId: number], unknown>(database, 'sessions.lock-user', userId =>
+      knex('users').where('id', userId).forNoKeyUpdate().select('id')),
     count: prepare<[windowSeconds: number, ipKey: string, hash: string], AttemptCount>(
       database, 'sessions.count-refresh',
       (windowSeconds, ipKey, hash) => countAttempt(knex, windowSeconds, ipKey,
@@ -81,16 +83,16 @@ function sessionStatements (database: Database) {
           select decode(?, 'hex'), id, now(), least(now() + make_interval(secs => ?), expires_at) from session),
         superseded as (
           -- The statement does not see the session it starts: one fewer of the others stays.
-          -- Rows another statement holds locked (another login ending them, a refresh) are
-          -- left: the cap is soft, by a few sessions at most.
+          -- It sees every other (logins of the user wait for each other: start, below); one
+          -- ended meanwhile by a logout or a password change is left to that.
           update sessions set ended_at = now(), end_reason = 'superseded'
           where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
-            order by id desc offset ? for update skip locked)
+            order by id desc offset ?) and ended_at is null
           returning id)
-        select s.id::float8 as id, s.user_id, u.token_generation,
+        select s.id::float8 as id, s.user_id,
           floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at,
           array(select id::float8 from superseded) as superseded
-        from session s join users u on u.id = s.user_id`,
+        from session s`,
       [userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, sameUserId, keep])),
     // The session by its key, from a subquery of the spent token: joined to the spent row
     // instead, the planner may start from the users (a CTE's row count is unknown to it, and
@@ -102,14 +104,14 @@ function sessionStatements (database: Database) {
           where hash = decode(?, 'hex') and spent_at is null and expires_at > now()
           returning session_id),
         live as (
-          select s.id, s.user_id, s.expires_at, u.token_generation
+          select s.id, s.user_id, s.expires_at
           from sessions s join users u on u.id = s.user_id
           where s.id = (select session_id from spent) and s.ended_at is null and s.expires_at > now() and u.deleted_at is null),
         successor as (
           insert into refresh_tokens (hash, session_id, issued_at, expires_at)
           select decode(?, 'hex'), id, now(), least(now() + make_interval(secs => ?), expires_at) from live),
         used as (update sessions s set last_used_at = now() from live where s.id = live.id)
-        select id::float8 as id, user_id, token_generation, floor(extract(epoch from expires_at))::float8 as expires_at,
+        select id::float8 as id, user_id, floor(extract(epoch from expires_at))::float8 as expires_at,
           floor(extract(epoch from now()))::float8 as issued_at
         from live`, [hash, successorHash, refreshTtlSeconds]))
   }
@@ -144,12 +146,16 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   return {
     /**
      * Starts a session of the user, with its first refresh token, and ends their oldest live
-     * sessions past SESSIONS_PER_USER (`superseded`: their ids), in one statement: logins of
-     * one user at once (a fleet of clients sharing an account) would otherwise queue behind
-     * each other's row locks while the password hashes hold the cores.
+     * sessions past SESSIONS_PER_USER (`superseded`: their ids). The user's row is locked
+     * first, by a statement of its own, so that logins of one user at once (a fleet of clients
+     * sharing an account) take their turns, each seeing the sessions the ones before it started:
+     * the cap holds at every moment. They queue after their password checks, for a statement
+     * and the audit entries, and in the order every change of a user takes its locks (the user,
+     * then their sessions), so not in a deadlock with a password change or a logout everywhere.
      */
     async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number, superseded: number[] }> {
       const refreshToken = newRefreshToken()
+      await statements.lockUser([userId], trx)
       const { rows: [row] } = await statements.start([userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
         refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, userId, SESSIONS_PER_USER - 1], trx)
       cache.afterCommit(trx, callers => { for (const id of row!.superseded) callers.forgetSession(id) })
@@ -178,7 +184,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       // Not spent now: unknown, expired, of an ended session, or spent before (by a request
       // that may have just committed: this statement sees it).
       const { rows: [known] } = await knex.raw<{ rows: (LiveRow & { spent: boolean, within_grace: boolean, session_live: boolean })[] }>(`
-        select s.id::float8 as id, s.user_id, u.token_generation, floor(extract(epoch from s.expires_at))::float8 as expires_at,
+        select s.id::float8 as id, s.user_id, floor(extract(epoch from s.expires_at))::float8 as expires_at,
           floor(extract(epoch from t.spent_at))::float8 as issued_at,
           t.spent_at is not null as spent,
           coalesce(now() - t.spent_at <= make_interval(secs => ?), false) as within_grace,

@@ -21,7 +21,7 @@ declare module 'fastify' {
 
 export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[] }
 export interface Profile { id: number, name: string, email: string, roles: string[], permissions: string[], created_at: string, updated_at: string }
-interface Credentials { id: number, password: string, token_generation: number }
+interface Credentials { id: number, password: string }
 /** A login's count under one key, and the user of the e-mail address, if any, on every row. */
 type CountedCredentials = AttemptCount & { [column in keyof Credentials]: Credentials[column] | null }
 export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
@@ -48,14 +48,14 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
   })
   // By the address's key (lib/auth/email.ts): the callers pass emailKey(address).
   const credentialsOf = (key: string) => live(knex)
-    .select('u.id', 'u.password', 'u.token_generation').where('u.email_key', key)
+    .select('u.id', 'u.password').where('u.email_key', key)
 
   const queries = {
     credentials: prepare<[key: string], Credentials>(database, 'users.credentials', key => credentialsOf(key).first()),
     countedCredentials: prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null, key: string], CountedCredentials>(
       database, 'users.counted-credentials', (windowSeconds, ipKey, emailCounter, key) => knex
         .with('counts', countAttempt(knex, windowSeconds, ipKey, emailCounter))
-        .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password', 'user.token_generation')
+        .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password')
         .from('counts as c')
         .leftJoin(credentialsOf(key).as('user'), knex.raw('true'))),
     profile: prepare<[id: number], Profile>(database, 'users.profile', id => live(knex).where('u.id', id).first(
@@ -68,7 +68,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
                where ur.user_id = u.id order by p.name) as permissions`)
     )),
     // Bound twice: `$2` and `$5` are the session, `$4` and `$6` the token's id.
-    tokenPermissions: prepare<[id: number, sessionId: number | null, generation: number, jti: string], { permissions: string[] }>(
+    tokenPermissions: prepare<[id: number, sessionId: number | null, generation: number | null, jti: string], { permissions: string[] }>(
       database, 'auth.caller', (id, sessionId, generation, jti) => knex.raw(`
           select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
           from users u
@@ -131,7 +131,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
     async findCredentialsCounting (email: string, attempt: Attempt): Promise<{ counts: AttemptCount[], user: Credentials | undefined }> {
       const { rows } = await queries.countedCredentials([attempt.windowSeconds, attempt.ipKey, attempt.emailCounter, emailKey(email)])
       const [first] = rows
-      return { counts: rows, user: first?.id == null ? undefined : { id: first.id, password: first.password!, token_generation: first.token_generation! } }
+      return { counts: rows, user: first?.id == null ? undefined : { id: first.id, password: first.password! } }
     },
 
     /** The caller as the profile shows them: role and permission names. */
@@ -204,10 +204,11 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
      * The token check's look-up (plugins/app/auth.ts, on a miss of the caller cache): the
      * permissions of the token's user, or undefined if the token no longer holds (its user
      * deleted, its session ended, the token revoked; a token of no session, issued before
-     * sessions were: its generation ended unless the token was kept).
+     * sessions were: its generation ended unless the token was kept; a session's token has
+     * no generation that counts).
      */
-    async tokenPermissions (id: number, generation: number, jti: string, sessionId: number | undefined): Promise<string[] | undefined> {
-      const { rows } = await queries.tokenPermissions([id, sessionId ?? null, generation, jti])
+    async tokenPermissions (id: number, generation: number | undefined, jti: string, sessionId: number | undefined): Promise<string[] | undefined> {
+      const { rows } = await queries.tokenPermissions([id, sessionId ?? null, generation ?? null, jti])
       return rows[0]?.permissions
     },
 

@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
@@ -234,4 +235,46 @@ t.test('a row kept as text comes back as it was, whatever its characters', async
   t.equal(again.headers['idempotent-replayed'], 'true')
   t.equal(again.body, first.body)
   t.equal(again.json().name, odd.name)
+})
+
+t.test('a repeat whose body has its keys in another order is the same request: replayed, not 422; another body is still 422', async t => {
+  const app = await build(t)
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  const reversed = (payload: object) => Object.fromEntries(Object.entries(payload).reverse())
+  const creates = [
+    { url: '/students', headers: {}, payload: student(1) },
+    { url: '/api/clients', headers: admin, payload: client },
+    { url: '/api/roles', headers: admin, payload: { name: 'Editor', permission: ['client-list', 'client-edit'] } },
+    { url: '/api/register', headers: {}, payload: { name: 'Eve', email: 'eve@example.com', password: PASSWORD, c_password: PASSWORD } }
+  ]
+  for (const [i, { url, headers, payload }] of creates.entries()) {
+    const post = (body: object, k = `order-${i}`) => app.inject({ method: 'POST', url, headers: { ...headers, ...key(k), 'content-type': 'application/json' }, payload: JSON.stringify(body) })
+    const first = await post(payload)
+    t.equal(first.statusCode, 201, url)
+    const again = await post(reversed(payload))
+    t.not(JSON.stringify(reversed(payload)), JSON.stringify(payload), 'the keys come in another order')
+    t.equal(again.statusCode, 201, `${url}: the same request`)
+    t.equal(again.headers['idempotent-replayed'], 'true')
+    t.equal(again.body, first.body, 'the first answer')
+    const other = await post({ ...reversed(payload), name: 'Someone else' })
+    t.equal(other.statusCode, 422, `${url}: another body`)
+  }
+  const role = creates[2]!
+  const permutation = await app.inject({ method: 'POST', url: role.url, headers: { ...role.headers, ...key('order-2') }, payload: { name: 'Editor', permission: ['client-edit', 'client-list'] } })
+  t.equal(permutation.statusCode, 422, 'an array in another order is another request')
+})
+
+t.test('a key kept before the canonical fingerprint (an upgrade within IDEMPOTENCY_TTL) still replays the same body text', async t => {
+  const app = await build(t)
+  const first = await app.inject({ method: 'POST', url: '/students', headers: key('legacy'), payload: student(1) })
+  t.equal(first.statusCode, 201)
+  const secret = createHmac('sha256', app.config.auth.jwtSecret).update('idempotency keys').digest()
+  const legacy = createHmac('sha256', secret).update(`POST /students\n${JSON.stringify(student(1))}`).digest('base64url')
+  await app.knex('idempotency_keys').where({ key: 'legacy' }).update({ fingerprint: legacy })
+  const again = await app.inject({ method: 'POST', url: '/students', headers: key('legacy'), payload: student(1) })
+  t.equal(again.statusCode, 201)
+  t.equal(again.headers['idempotent-replayed'], 'true', 'the same text matches the old fingerprint')
+  t.equal(again.body, first.body)
+  const other = await app.inject({ method: 'POST', url: '/students', headers: key('legacy'), payload: { ...student(1), name: 'Someone else' } })
+  t.equal(other.statusCode, 422, 'another body does not')
 })

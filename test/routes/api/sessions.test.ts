@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { build, within } from '../../helper.js'
+import { build, lockWaiters, within } from '../../helper.js'
 import { bearer, PASSWORD, userWithRoles } from './accounts.js'
 import { SESSIONS_PER_USER } from '../../../plugins/app/sessions-repository.js'
 
@@ -239,6 +239,26 @@ t.test('a user has at most SESSIONS_PER_USER live sessions: a login past it ends
   t.equal((await app.knex('sessions').where('id', oldest.id).first('end_reason')).end_reason, 'superseded')
 })
 
+t.test('20 logins at once of a user at the cap: the cap holds as they all answer, and each gets a working token', async t => {
+  const app = await build(t, config => { config.auth.rateLimit.perEmail = 100; config.auth.rateLimit.perIp = 100; config.dbPoolMax = 25 })
+  const { id, email } = await userWithRoles(app, ['User'])
+  await app.knex('sessions').insert(Array.from({ length: SESSIONS_PER_USER }, (_, i) => ({ user_id: id, expires_at: app.knex.raw('now() + interval \'1 day\''), user_agent: `old ${i}` })))
+  // The logins' transactions held open until all 20 have started theirs (each waits to write
+  // its audit entry, or for the user before it): every one is under way while the others are.
+  const holder = await app.knex.transaction()
+  t.teardown(() => holder.isCompleted() ? undefined : holder.rollback())
+  await holder.raw('lock table audit_log in share mode')
+  const logins = Promise.all(Array.from({ length: 20 }, (_, i) => logIn(app, email, `login ${i}`)))
+  t.ok(await lockWaiters(app, 20, 60_000), 'all 20 under way')
+  await holder.commit()
+  const tokens = await logins
+  const live = await app.knex('sessions').where('user_id', id).whereNull('ended_at').count({ n: '*' })
+  t.equal(Number(live[0]!.n), SESSIONS_PER_USER, 'at the cap, not past it, once they are all answered')
+  t.same(await Promise.all(tokens.map(({ data }) => profile(app, data))), tokens.map(() => 200), 'every login\'s token works')
+  const newest = await app.knex('sessions').where('user_id', id).whereNull('ended_at').orderBy('id', 'desc').limit(20).pluck('user_agent')
+  t.same(newest.sort(), tokens.map((_, i) => `login ${i}`).sort(), 'the oldest ended, the 20 new ones live')
+})
+
 t.test('the sweep deletes sessions ended or expired a day ago, and refresh tokens expired as long ago; nothing live', async t => {
   const app = await build(t)
   const { email } = await userWithRoles(app, ['User'])
@@ -300,4 +320,21 @@ t.test('a token of an earlier release, with no session, holds until logged out; 
   t.equal(await profile(app, other), 401, 'another of the same generation is not')
   t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(used) })).statusCode, 200)
   t.equal(await profile(app, used), 401, 'ending every session ends the kept token too')
+})
+
+t.test('a session\'s token holds by its session alone: no gen claim, and one with a gen (an earlier release\'s) is read by nothing', async t => {
+  const app = await build(t)
+  const { id, email } = await userWithRoles(app, ['User'])
+  const tokens = await logIn(app, email)
+  const { sid } = claims(tokens.data)
+  t.notOk('gen' in claims(tokens.data), 'a login\'s token has no gen claim')
+  const signed = (extra: object) => app.jwt.sign({ sub: String(id), jti: randomUUID(), ...extra })
+  t.equal(await profile(app, signed({ sid })), 200, 'a session\'s token without gen is accepted')
+  await app.knex('users').where({ id }).increment('token_generation', 3)
+  const earlier = signed({ sid, gen: 0 })
+  t.equal(await profile(app, earlier), 200, 'an earlier release\'s, with a gen the user has moved past, holds while its session does')
+  t.equal(await profile(app, signed({ sid, gen: -1 })), 401, 'a gen not of the form the service signed is refused')
+  t.equal(await profile(app, signed({})), 401, 'a token of no session needs its gen')
+  t.equal((await app.inject({ url: '/api/logout', headers: bearer(tokens.data) })).statusCode, 200)
+  t.equal(await profile(app, earlier), 401, 'the session ended: so did every token of it')
 })

@@ -19,7 +19,7 @@ export const sessionSchemas = {
     ...auth,
     operationId: 'sessions.index',
     summary: 'List the caller\'s sessions',
-    description: 'Every live session of the caller, the most recently used first, in one answer, not paged: a login past 100 live sessions ends the oldest (logins racing may leave a few more for a while).',
+    description: 'Every live session of the caller, the most recently used first, in one answer, not paged: a login past 100 live sessions ends the oldest, so there are never more.',
     response: { 200: Envelope(Type.Array(Type.Ref(Session)), { description: 'The caller\'s live sessions' }), ...errorResponses(401, 403) }
   },
   destroy: {

@@ -144,13 +144,20 @@ t.test('If-Match on a profile change: the tag of GET /api/profile, 412 when stal
   t.equal((await tagged('*', { name: 'Fifth' })).statusCode, 200)
 })
 
-t.test('REQUIRE_IF_MATCH: a profile change without If-Match is 428, before its password is checked', async t => {
+t.test('REQUIRE_IF_MATCH: a profile change without If-Match is 428, before its password is checked; a key or a session ends without one', async t => {
   const app = await build(t, { requireIfMatch: true })
-  const { token } = await userWithRoles(app, [])
+  const { email, token } = await userWithRoles(app, [])
   const res = await patch(app, token, { name: 'Untagged', current_password: 'not my password' })
   t.equal(res.statusCode, 428)
   t.match(res.json(), { success: false, statusCode: 428 })
   t.equal(await app.knex('audit_log').where('action', 'login-failed').count({ n: '*' }).first().then(row => Number(row!.n)), 0, 'not counted as a failed login')
   const etag = (await app.inject({ url: '/api/profile', headers: bearer(token) })).headers.etag as string
   t.equal((await app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(token), 'if-match': etag }, payload: { name: 'Tagged' } })).statusCode, 200)
+
+  // Exempt, as the README and the OpenAPI document say: no read tags a key or a session.
+  const made = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(token), payload: { name: 'k', permissions: [], current_password: PASSWORD } })
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/keys/${made.json().data.id}`, headers: bearer(token) })).statusCode, 200, 'a key is revoked without If-Match')
+  await login(app, email)
+  const other = (await app.inject({ url: '/api/sessions', headers: bearer(token) })).json().data.find((session: { current: boolean }) => !session.current)
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/sessions/${other.id}`, headers: bearer(token) })).statusCode, 200, 'a session is ended without If-Match')
 })

@@ -161,3 +161,17 @@ t.test('REQUIRE_IF_MATCH: a profile change without If-Match is 428, before its p
   const other = (await app.inject({ url: '/api/sessions', headers: bearer(token) })).json().data.find((session: { current: boolean }) => !session.current)
   t.equal((await app.inject({ method: 'DELETE', url: `/api/sessions/${other.id}`, headers: bearer(token) })).statusCode, 200, 'a session is ended without If-Match')
 })
+
+t.test('a wrong current password\'s audit entry is a guarded write: a 503 never follows it', async t => {
+  const app = await build(t, config => { config.timeouts.handler = 2_000 })
+  const { token } = await userWithRoles(app, [])
+  // Another transaction holds the audit log, so that the entry waits past HANDLER_TIMEOUT.
+  const holder = await app.knex.transaction()
+  await holder.raw('lock table audit_log in share mode')
+  const answer = patch(app, token, { name: 'Taken Over', current_password: 'not my password' })
+  t.ok(await lockWaiters(app, 1), 'the entry waits')
+  await new Promise(resolve => setTimeout(resolve, 3_000))
+  await holder.commit()
+  t.equal((await answer).statusCode, 401, 'answered by the write, not by the time limit')
+  t.equal(await app.knex('audit_log').where('action', 'login-failed').count({ n: '*' }).first().then(row => Number(row!.n)), 1, 'and written')
+})

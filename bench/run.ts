@@ -74,7 +74,7 @@ try {
   await db.query('insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = \'bench@example.com\' and r.name = \'User\'')
   const token = (await (await fetch(`${service.url}/api/login`, json({ email: 'bench@example.com', password }))).json() as { data: string }).data
   const auth = { authorization: `Bearer ${token}` }
-  const { secret } = await (await fetch(`${service.url}/api/keys`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['client-list'] }) })).json() as { secret: string }
+  const { secret } = await (await fetch(`${service.url}/api/keys`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['client-list'], current_password: password }) })).json() as { secret: string }
   const byKey = { authorization: `Bearer ${secret}` }
 
   // Refresh tokens for the refresh scenario, each of a session of its own (refreshes count per

@@ -1,4 +1,4 @@
-// Gives a user a new random password, prints it once, and ends every token of the user: the way
+// Gives a user a new random password, prints it once, and ends every token and API key of the user: the way
 // back in for an administrator who lost theirs. Runs on the service's database (DB_HOST…, or the
 // embedded one of DATA_DIR, started for the command if no server runs it).
 //   npm run reset-password -- admin@example.com
@@ -32,9 +32,10 @@ try {
     await fastify.knex.transaction(async trx => {
       await usersRepository.update(user.id, { passwordHash }, trx)
       await usersRepository.endAllSessions(user.id, trx)
+      await fastify.apiKeysRepository.revokeAll(user.id, trx)
     })
     console.log(`The new password of ${email}: ${password}`)
-    console.log('It is shown this once only; every token of the user has ended.')
+    console.log('It is shown this once only; every token and API key of the user has ended.')
   }
 } finally {
   await fastify.close()

@@ -50,7 +50,7 @@ const list = await api.GET('/api/clients', { ...auth, params: { query: { limit: 
 check(list.data?.data.some(client => client.id === id), 'list clients')
 
 // API keys: a key for a machine client that only lists clients; shown once, used, revoked.
-const made = await api.POST('/api/keys', { ...auth, body: { name: 'nightly export', permissions: ['client-list'] } })
+const made = await api.POST('/api/keys', { ...auth, body: { name: 'nightly export', permissions: ['client-list'], current_password: password } })
 const key = made.data
 check(made.response.status === 201 && key !== undefined && key.secret.startsWith('sk_'), 'make an API key')
 const byKey = { headers: { authorization: `Bearer ${key.secret}` } }

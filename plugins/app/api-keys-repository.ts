@@ -88,6 +88,14 @@ function createApiKeysRepository (database: Database, cache: CallerCache, cacheS
       return revoked as ApiKeyRecord | undefined
     },
 
+    /** Revokes every key of the user, as `revoke` does one: the keys as they were. */
+    async revokeAll (userId: number, trx: Knex): Promise<ApiKeyRecord[]> {
+      const revoked = await trx('api_keys').where('user_id', userId).whereNull('revoked_at')
+        .update({ revoked_at: trx.fn.now() }).returning(trx.raw(KEY_COLUMNS)) as ApiKeyRecord[]
+      cache.afterCommit(trx, callers => { for (const key of revoked) callers.forgetKey(key.id) })
+      return revoked
+    },
+
     /** The key of this secret, if it holds: not revoked nor expired, its owner not deleted. */
     async caller (secret: string): Promise<KeyCaller | undefined> {
       return (await caller([apiKeyHash(secret)])).rows[0]

@@ -65,7 +65,7 @@ t.test('two instances: an owner who loses a role through one loses it for their 
   t.equal(registered.status, 201)
   const owner = await registered.json() as { data: string }
   const ownerId = Number(JSON.parse(Buffer.from(owner.data.split('.')[1]!, 'base64url').toString()).sub)
-  const makeKey = async () => (await (await fetch(`${one.url}/api/keys`, { method: 'POST', headers: headers(owner.data), body: JSON.stringify({ name: 'k', permissions: ['client-list'] }) })).json()) as { data: { id: number }, secret: string }
+  const makeKey = async () => (await (await fetch(`${one.url}/api/keys`, { method: 'POST', headers: headers(owner.data), body: JSON.stringify({ name: 'k', permissions: ['client-list'], current_password: PASSWORD }) })).json()) as { data: { id: number }, secret: string }
   const clients = (server: ServerProcess, key: string) => fetch(`${server.url}/api/clients`, { headers: { authorization: `Bearer ${key}` } }).then(res => res.status)
 
   const revoked = await makeKey()

@@ -2,7 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { contentTag } from '../../../lib/http/entity-tags.js'
 import { InvalidFields } from '../../../lib/http/invalid-fields.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
+import type { Profile } from '../../../plugins/app/users-repository.js'
 import { accountSchemas, accountSharedSchemas } from './schema.js'
+
+/**
+ * The profile changes with the caller's roles and their permissions: its tag is its digest. Its
+ * change locks the user's row, as every change of a user does, so an `If-Match` checked in the
+ * change's transaction holds until it commits.
+ */
+const profileTag = (profile: Profile | undefined) => contentTag(JSON.stringify(profile))
 
 /** `/api/logout`, `/api/profile` and `/api/permissions`: any caller with a valid token. */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -25,37 +33,27 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     return { success: true as const, data: null, message: 'Logged out' }
   })
 
-  // The profile changes with the caller's roles and their permissions: its tag is its digest.
   fastify.get('/profile', { schema: accountSchemas.profile }, async (request, reply) => {
     const profile = await fastify.usersRepository.profile(request.user.id)
-    return reply.sendTagged(contentTag(JSON.stringify(profile)), { success: true as const, data: profile! })
+    return reply.sendTagged(profileTag(profile), { success: true as const, data: profile! })
   })
 
-  // The caller's own account, without user-edit. The current password is checked as a login's
-  // is, and counted with logins: a stolen access token alone cannot take the account over.
+  // The caller's own account, without user-edit. A current password sent is checked as a
+  // login's is, and counted with logins, whatever else changes; a new e-mail address or password
+  // needs it: a stolen access token alone cannot take the account over.
   fastify.patch('/profile', { schema: accountSchemas.updateProfile, onRequest: fastify.refuseKeys }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, current_password: currentPassword } = request.body
     if (name === undefined && email === undefined && password === undefined && confirmation === undefined) {
       throw new InvalidFields({ body: ['must change at least one of name, email and password'] })
     }
+    const tags = request.ifMatch()
     const { usersRepository } = fastify
     const { id, jti, exp, sessionId } = request.user
-    if (email !== undefined || password !== undefined || confirmation !== undefined) {
-      if (currentPassword === undefined) throw new InvalidFields({ current_password: ['is needed to change the e-mail address or the password'] })
-      const current = await usersRepository.profile(id)
-      /* c8 ignore next -- the caller deleted between the token's check and this read */
-      if (!current) throw fastify.httpErrors.unauthorized('The token is no longer valid')
-      const attempt = fastify.attempt('login', request, current.email)
-      const { counts, user } = await usersRepository.findCredentialsCounting(current.email, attempt)
-      attempt.check(reply, counts)
-      const matches = await fastify.passwords.verify(user?.password, currentPassword, () => reply.sent || request.socket.destroyed)
-      /* c8 ignore next -- a client gone, or answered 503, before its hash's turn, as login's (test/routes/api/auth.test.ts) */
-      if (matches === undefined) return // nothing to answer, nor anyone to answer it to
-      if (!matches) {
-        reply.header('www-authenticate', 'Bearer realm="api"')
-        throw fastify.httpErrors.unauthorized('The current password does not match')
-      }
+    if (currentPassword === undefined && (email !== undefined || password !== undefined || confirmation !== undefined)) {
+      throw new InvalidFields({ current_password: ['is needed to change the e-mail address or the password'] })
     }
+    /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
+    if (currentPassword !== undefined && !await request.checkCurrentPassword(reply, currentPassword)) return
     const passwordHash = password === undefined && confirmation === undefined
       ? undefined
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
@@ -63,12 +61,13 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       const before = await usersRepository.findLocked(id, trx)
       /* c8 ignore next -- the caller deleted since the token's check */
       if (!before) throw fastify.httpErrors.unauthorized('The token is no longer valid')
+      if (tags !== undefined) request.checkIfMatch(tags, profileTag(await usersRepository.profile(id, trx)))
       const after = await usersRepository.update(id, { name, email, passwordHash }, trx)
       if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
       await request.audit(trx, { action: 'update', resource: 'user', id, before, after, secrets: passwordHash === undefined ? [] : ['password'] })
     }))
     const profile = await usersRepository.profile(id)
-    return reply.sendTagged(contentTag(JSON.stringify(profile)), { success: true as const, data: profile!, message: 'Profile updated' })
+    return reply.sendTagged(profileTag(profile), { success: true as const, data: profile!, message: 'Profile updated' })
   })
 
   fastify.get('/permissions', { schema: accountSchemas.permissions }, async () => {

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, TOKEN_OR_KEY } from '../../../schemas/common.js'
+import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, TOKEN_OR_KEY, WriteHeaders } from '../../../schemas/common.js'
 import { userFields } from '../../../schemas/users.js'
 import { authTag } from '../(public)/schema.js'
 import { rolesTag } from './roles/schema.js'
@@ -22,7 +22,7 @@ export const accountSchemas = {
     ...auth,
     operationId: 'auth.logout',
     summary: 'Log out',
-    description: 'Ends the session of the presented token: its access tokens stop working at once, on every instance, and its refresh token gets no new pair. With `scope=all`, every session of the caller ends, and every token.',
+    description: 'Ends the session of the presented token: its access tokens stop working at once, on every instance, and its refresh token gets no new pair. With `scope=all`, every session of the caller ends, and every token; the caller\'s API keys stay (revoke them with DELETE /api/keys/{id}).',
     querystring: Type.Object({
       scope: Type.Optional(Type.Union([Type.Literal('token'), Type.Literal('all')], { default: 'token' }))
     }),
@@ -40,9 +40,11 @@ export const accountSchemas = {
     ...auth,
     operationId: 'auth.updateProfile',
     summary: 'Change the caller\'s own name, e-mail address or password',
-    description: 'Needs no permission. A new e-mail address or password needs `current_password`: a wrong one is 401 and counts as a failed login ' +
-      '(rate limited per client IP and per e-mail address with logins, 429 with Retry-After). A new password (with `c_password`) ends every other session of the caller; this one stays. ' +
-      'Roles are changed through PUT/PATCH /api/users/{id}.',
+    description: 'Needs no permission. A new e-mail address or password needs `current_password`; whenever it is sent it is checked: a wrong one is 401, ' +
+      'counts as a failed login (rate limited per client IP and per e-mail address with logins, 429 with Retry-After) and is audited as one (`login-failed`). ' +
+      'A new password (with `c_password`) ends every other session of the caller; this one stays, and so do the caller\'s API keys. ' +
+      '`If-Match` takes the `ETag` of GET /api/profile. Roles are changed through PUT/PATCH /api/users/{id}.',
+    headers: WriteHeaders,
     body: AtLeastOneOf(Type.Object({
       name: userFields.name,
       email: userFields.email,
@@ -50,7 +52,7 @@ export const accountSchemas = {
       c_password: userFields.c_password,
       current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The caller\'s password as it is: needed to change the e-mail address or the password' })
     })),
-    response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller as changed'), ...errorResponses(400, 401, 403, 409, 413, 415, 429) }
+    response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller as changed'), ...errorResponses(400, 401, 403, 409, 412, 413, 415, 428, 429) }
   },
   permissions: {
     ...tokenOrKey,

@@ -46,7 +46,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (matches === undefined) return // nothing to answer, nor anyone to answer it to
     if (!matches) {
       // Alike for an unknown address and a wrong password, as the answer is.
-      await request.audit(fastify.knex, { action: 'login-failed', resource: 'session', id: null, after: { email, user_id: user?.id ?? null } })
+      await request.auditFailedLogin(email, user?.id ?? null)
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw fastify.httpErrors.unauthorized('These credentials do not match our records')
     }

@@ -41,7 +41,7 @@ t.test('a scripted scenario reads back exactly: create a user, grant a role, cha
   t.equal((await request(app, admin.token, 'PATCH', `/api/users/${ola}`, { roles: ['User'] })).statusCode, 200)
   t.equal((await request(app, admin.token, 'PATCH', `/api/users/${ola}`, { password: 'a new password', c_password: 'a new password' })).statusCode, 200)
   const olaToken = await login(app, 'ola@example.com', 'a new password')
-  const key = await request(app, olaToken, 'POST', '/api/keys', { name: 'export', permissions: ['client-list'] })
+  const key = await request(app, olaToken, 'POST', '/api/keys', { name: 'export', permissions: ['client-list'], current_password: 'a new password' })
   t.equal(key.statusCode, 201)
   const keyId = key.json().data.id
   t.equal((await request(app, admin.token, 'DELETE', `/api/keys/${keyId}`)).statusCode, 200)
@@ -262,7 +262,7 @@ t.test('GET /api/audit: audit-list only, newest first, filtered, paged by cursor
 t.test('a key\'s changes name the key; the log is append-only but for the retention sweep', async t => {
   const app = await build(t, config => { config.audit.retentionSeconds = 86_400 })
   const admin = await userWithRoles(app, ['Admin'])
-  const { secret, data: key } = (await request(app, admin.token, 'POST', '/api/keys', { name: 'writer', permissions: ['client-create', 'audit-list'] })).json()
+  const { secret, data: key } = (await request(app, admin.token, 'POST', '/api/keys', { name: 'writer', permissions: ['client-create', 'audit-list'], current_password: PASSWORD })).json()
   t.equal((await request(app, secret, 'POST', '/api/clients', client)).statusCode, 201)
   const [made] = await auditLog(app, secret, '&resource[eq]=client')
   t.match(made, { actor_id: admin.id, key_id: key.id, session_id: null, action: 'create' })

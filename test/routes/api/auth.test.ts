@@ -1,6 +1,6 @@
 import os from 'node:os'
 import t from 'tap'
-import { build, within } from '../../helper.js'
+import { build, lockWaiters, within } from '../../helper.js'
 import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
 
 const JWT = /^[\w-]+\.[\w-]+\.[\w-]+$/
@@ -290,4 +290,20 @@ t.test('20 concurrent registrations of one address: one 201, the rest 409, one r
   const codes = results.map(res => res.statusCode).sort()
   t.same(codes, [201, ...Array(19).fill(409)])
   t.equal((await app.knex('users').whereRaw("lower(email) = 'race@example.com'").count({ n: '*' }).first())!.n, '1')
+})
+
+t.test('a failed login\'s audit entry is a guarded write: the time limit waits for it, and a 503 never follows it', async t => {
+  const app = await build(t, config => { config.timeouts.handler = 2_000 })
+  const { email } = await userWithRoles(app, [])
+  const failures = async () => Number((await app.knex('audit_log').where('action', 'login-failed').count({ n: '*' }).first())!.n)
+  // Another transaction holds the audit log, so that the entry waits past HANDLER_TIMEOUT.
+  const holder = await app.knex.transaction()
+  await holder.raw('lock table audit_log in share mode')
+  const answer = app.inject({ method: 'POST', url: '/api/login', payload: { email, password: 'not the password' } })
+  t.ok(await lockWaiters(app, 1), 'the entry waits')
+  await new Promise(resolve => setTimeout(resolve, 3_000))
+  await holder.commit()
+  const res = await answer
+  t.equal(res.statusCode, 401, 'answered by the write, not by the time limit')
+  t.equal(await failures(), 1, 'and written')
 })

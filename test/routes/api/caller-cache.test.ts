@@ -5,7 +5,7 @@ import { build, buildApp, createDatabase, testConfig, within } from '../../helpe
 import { databaseProxy } from '../../faults/database-proxy.js'
 import { sleep } from '../../server/process.js'
 import { LISTENER_NAME } from '../../../plugins/app/caller-cache.js'
-import { bearer, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 
 /**
  * How many token checks have reached the database since this call: the queries whose SQL
@@ -121,6 +121,16 @@ t.test('changes through one instance hold on another within one second', async t
     const demoted = await remembered(t)
     t.equal((await asAdmin('PUT', `/api/users/${demoted.id}`, { name: 'Test User', email: demoted.email, roles: [] })).statusCode, 200)
     t.ok(await refusedOnOther(demoted.token, 403), 'a role change')
+  })
+
+  await t.test('an administrator\'s password reset through one instance ends the user\'s keys on the other', async t => {
+    const owner = await remembered(t)
+    const made = await one.inject({ method: 'POST', url: '/api/keys', headers: bearer(owner.token), payload: { name: 'k', permissions: ['client-list'], current_password: PASSWORD } })
+    const key: string = made.json().secret
+    t.equal(await status(other, '/api/clients', key), 200)
+    t.equal(await status(other, '/api/clients', key), 200, 'remembered by the other instance')
+    t.equal((await asAdmin('PUT', `/api/users/${owner.id}`, { name: 'Test User', email: owner.email, password: 'reset by the admin', c_password: 'reset by the admin', roles: ['User'] })).statusCode, 200)
+    t.ok(await refusedOnOther(key, 401), 'the key is refused')
   })
 
   await t.test('a permission taken from a role through one instance is taken on the other', async t => {

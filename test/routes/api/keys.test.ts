@@ -2,12 +2,12 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build } from '../../helper.js'
-import { bearer, client, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, client, login, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 
 interface Made { success: true, data: { id: number, user_id: number, name: string, prefix: string, permissions: string[], expires_at: string | null, last_used_at: string | null }, secret: string, message: string }
 
 async function makeKey (app: FastifyInstance, token: string, body: Record<string, unknown>): Promise<Made> {
-  const res = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(token), payload: body })
+  const res = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(token), payload: { current_password: PASSWORD, ...body } })
   if (res.statusCode !== 201) throw new Error(`could not make a key: ${res.statusCode} ${res.body}`)
   return res.json()
 }
@@ -47,7 +47,7 @@ t.test('a key may do what its own permissions allow, and nothing else its owner 
 t.test('a key holds only permissions its maker holds, and a future expiry', async t => {
   const app = await build(t)
   const user = await userWithRoles(app, ['User'])
-  const make = (body: object) => app.inject({ method: 'POST', url: '/api/keys', headers: bearer(user.token), payload: body })
+  const make = (body: object) => app.inject({ method: 'POST', url: '/api/keys', headers: bearer(user.token), payload: { current_password: PASSWORD, ...body } })
 
   const beyond = await make({ name: 'too much', permissions: ['client-list', 'user-delete'] })
   t.equal(beyond.statusCode, 403)
@@ -98,7 +98,7 @@ t.test('a key makes no keys and manages no sessions nor the profile; a malformed
   const owner = await userWithRoles(app, ['Admin'])
   const made = await makeKey(app, owner.token, { name: 'k', permissions: ['user-edit', 'user-list'] })
   for (const [method, url, payload] of [
-    ['POST', '/api/keys', { name: 'chained', permissions: [] }],
+    ['POST', '/api/keys', { name: 'chained', permissions: [], current_password: PASSWORD }],
     ['GET', '/api/keys', undefined],
     ['DELETE', `/api/keys/${made.data.id}`, undefined],
     ['GET', '/api/sessions', undefined],
@@ -152,4 +152,130 @@ t.test('a key id past any key is 404; a key whose last use cannot be written sti
   await new Promise(resolve => setTimeout(resolve, 300))
   t.equal(await status(app, secret, 'GET', '/api/clients'), 200, 'the failure was only logged')
   t.equal((await app.knex('api_keys').first('last_used_at')).last_used_at, null)
+})
+
+t.test('a key acts for its owner, never on them: no change, role or deletion of its owner through /api/users', async t => {
+  const app = await build(t)
+  // The key holds every permission of its owner: the rule that nobody acts on a user who holds
+  // more does not stop it.
+  await roleWithPermissions(app, 'User admins', ['user-list', 'user-edit', 'user-delete'])
+  const owner = await userWithRoles(app, ['User admins'])
+  const other = await userWithRoles(app, [])
+  const { secret } = await makeKey(app, owner.token, { name: 'admin tool', permissions: ['user-list', 'user-edit', 'user-delete'] })
+  const before = (await app.inject({ url: `/api/users/${owner.id}`, headers: bearer(owner.token) })).json().data
+  for (const [method, payload] of [
+    ['PATCH', { name: 'Taken Over' }],
+    ['PATCH', { email: 'thief@example.com' }],
+    ['PATCH', { password: 'the thief\'s password', c_password: 'the thief\'s password' }],
+    ['PATCH', { roles: [] }],
+    ['PUT', { name: 'Taken Over', email: 'thief@example.com', password: 'the thief\'s password', c_password: 'the thief\'s password', roles: ['User admins'] }],
+    ['DELETE', undefined]
+  ] as const) {
+    const res = await app.inject({ method, url: `/api/users/${owner.id}`, headers: bearer(secret), ...(payload ? { payload } : {}) })
+    t.equal(res.statusCode, 403, `${method} ${JSON.stringify(payload)}`)
+    t.match(res.json(), { success: false, statusCode: 403, error: 'Forbidden', message: /API key cannot change or delete the user it belongs to/ })
+  }
+  t.same((await app.inject({ url: `/api/users/${owner.id}`, headers: bearer(owner.token) })).json().data, before, 'the owner is as they were')
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(owner.token) })).statusCode, 200, 'and their token still works')
+
+  // Another user: the key does what user-edit and user-delete allow, a password included.
+  const changed = await app.inject({ method: 'PATCH', url: `/api/users/${other.id}`, headers: bearer(secret), payload: { name: 'Renamed', password: 'a password set by a key', c_password: 'a password set by a key' } })
+  t.equal(changed.statusCode, 200)
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${other.id}`, headers: bearer(secret) })).statusCode, 200)
+})
+
+t.test('every write a key may make answers, none 500', async t => {
+  const app = await build(t)
+  const owner = await userWithRoles(app, ['Admin'])
+  const { secret } = await makeKey(app, owner.token, { name: 'all', permissions: ['client-create', 'client-edit', 'client-delete', 'role-create', 'role-edit', 'role-delete', 'user-create', 'user-edit', 'user-delete'] })
+  const write = (method: 'POST' | 'PUT' | 'PATCH' | 'DELETE', url: string, payload?: object) =>
+    app.inject({ method, url, headers: bearer(secret), ...(payload ? { payload } : {}) })
+  const madeClient = await write('POST', '/api/clients', client)
+  t.equal(madeClient.statusCode, 201)
+  const clientId = madeClient.json().data.id
+  t.equal((await write('PATCH', `/api/clients/${clientId}`, { city: 'Kraków' })).statusCode, 200)
+  t.equal((await write('PUT', `/api/clients/${clientId}`, client)).statusCode, 200)
+  t.equal((await write('DELETE', `/api/clients/${clientId}`)).statusCode, 200)
+  const madeRole = await write('POST', '/api/roles', { name: 'Keyed', permission: ['client-create'] })
+  t.equal(madeRole.statusCode, 201)
+  const roleId = madeRole.json().data.id
+  t.equal((await write('PATCH', `/api/roles/${roleId}`, { name: 'Keyed again' })).statusCode, 200)
+  t.equal((await write('DELETE', `/api/roles/${roleId}`)).statusCode, 200)
+  const madeUser = await write('POST', '/api/users', { name: 'By Key', email: 'bykey@example.com', password: PASSWORD, c_password: PASSWORD })
+  t.equal(madeUser.statusCode, 201)
+  const userId = madeUser.json().data.id
+  t.equal((await write('PUT', `/api/users/${userId}`, { name: 'By Key', email: 'bykey@example.com', password: 'another password', c_password: 'another password', roles: [] })).statusCode, 200)
+  t.equal((await write('DELETE', `/api/users/${userId}`)).statusCode, 200)
+})
+
+t.test('making a key needs its maker\'s password: missing 400, wrong 401 counted and audited as a failed login', async t => {
+  const app = await build(t, config => { config.auth.rateLimit.perEmail = 3 })
+  const owner = await userWithRoles(app, ['Admin'])
+  const make = (payload: object) => app.inject({ method: 'POST', url: '/api/keys', headers: bearer(owner.token), payload: { name: 'k', permissions: [], ...payload } })
+
+  const missing = await make({})
+  t.equal(missing.statusCode, 400)
+  t.match(missing.json(), { success: false, data: { current_password: [/required/] } })
+  const wrong = await make({ current_password: 'not the password' })
+  t.equal(wrong.statusCode, 401)
+  t.match(wrong.json(), { success: false, statusCode: 401, message: 'The current password does not match' })
+  t.match(wrong.headers['www-authenticate'], /^Bearer/)
+  const failed = await app.knex('audit_log').where('action', 'login-failed').select('actor_id', 'resource', 'after')
+  t.match(failed, [{ actor_id: owner.id, resource: 'session', after: { email: owner.email, user_id: owner.id } }], 'audited as a failed login')
+  t.equal((await make({ current_password: PASSWORD })).statusCode, 201, 'the right one makes the key')
+  // Counted with the logins of the address: the third attempt was the last the limit allows.
+  const limited = await make({ current_password: PASSWORD })
+  t.equal(limited.statusCode, 429)
+  t.ok(Number(limited.headers['retry-after']) > 0)
+  t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email: owner.email, password: PASSWORD } })).statusCode, 429, 'as logins are')
+  t.equal(await app.knex('api_keys').count({ n: '*' }).first().then(row => Number(row!.n)), 1, 'one key made')
+})
+
+t.test('a password set by someone else revokes the user\'s keys; their own change and logging out everywhere keep them', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const owner = await userWithRoles(app, ['User'])
+  const keyOf = async (token: string, password = PASSWORD) => (await makeKey(app, token, { name: 'k', permissions: ['client-list'], current_password: password })).secret
+  const works = async (key: string) => await status(app, key, 'GET', '/api/clients') === 200
+
+  const kept = await keyOf(owner.token)
+  t.ok(await works(kept))
+  t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(owner.token) })).statusCode, 200)
+  t.ok(await works(kept), 'logging out everywhere keeps the keys')
+  let token = await login(app, owner.email)
+  const own = await app.inject({ method: 'PATCH', url: '/api/profile', headers: bearer(token), payload: { password: 'my own new password', c_password: 'my own new password', current_password: PASSWORD } })
+  t.equal(own.statusCode, 200)
+  t.ok(await works(kept), 'so does the owner\'s own password change')
+
+  token = await login(app, owner.email, 'my own new password')
+  const second = await keyOf(token, 'my own new password')
+  const reset = await app.inject({ method: 'PATCH', url: `/api/users/${owner.id}`, headers: bearer(admin.token), payload: { password: 'set by the admin', c_password: 'set by the admin' } })
+  t.equal(reset.statusCode, 200)
+  t.notOk(await works(kept), 'an administrator\'s reset revokes every key of the user, cached ones too')
+  t.notOk(await works(second))
+  t.same((await app.inject({ url: '/api/keys', headers: bearer(await login(app, owner.email, 'set by the admin')) })).json().data, [], 'none listed')
+  const revoked = await app.knex('audit_log').where({ action: 'revoke', resource: 'key' }).orderBy('resource_id').select('actor_id', 'resource_id')
+  const ids = await app.knex('api_keys').orderBy('id').pluck('id')
+  t.same(revoked, ids.map(id => ({ actor_id: admin.id, resource_id: id })), 'each revocation audited, by the administrator')
+
+  // The administrator's own password, through the users routes: their own change, keys kept.
+  const adminKey = await keyOf(admin.token)
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: { password: 'the admin\'s new one', c_password: 'the admin\'s new one' } })).statusCode, 200)
+  t.ok(await works(adminKey))
+})
+
+t.test('expires_at: a timestamp as the lists take one, or 400 naming it', async t => {
+  const app = await build(t)
+  const owner = await userWithRoles(app, ['User'])
+  const make = (expiresAt: string) => app.inject({ method: 'POST', url: '/api/keys', headers: bearer(owner.token), payload: { name: 'k', permissions: [], expires_at: expiresAt, current_password: PASSWORD } })
+  for (const expiresAt of ['2099-01-01T00:00:00+16:00', '2099-01-01T00:00:00-23:59', '2099-01-01T00:00:00+01', '2099-01-01T00:00:00.1234567Z', '0000-01-01T00:00:00Z', '2099-02-30T00:00:00Z']) {
+    const res = await make(expiresAt)
+    t.equal(res.statusCode, 400, expiresAt)
+    t.match(res.json(), { success: false, data: { expires_at: [/must match/] } }, expiresAt)
+  }
+  for (const [expiresAt, stored] of [['2099-01-01T00:00:00+15:59', '2098-12-31T08:01:00.000Z'], ['2099-01-01T00:00:00-1559', '2099-01-01T15:59:00.000Z'], ['2099-01-01 00:00:00z', '2099-01-01T00:00:00.000Z']]) {
+    const res = await make(expiresAt!)
+    t.equal(res.statusCode, 201, expiresAt)
+    t.equal(res.json().data.expires_at, stored, expiresAt)
+  }
 })

@@ -104,3 +104,74 @@ t.test('bad bodies are 400 naming what is wrong', async t => {
   }
   t.equal((await app.inject({ method: 'PATCH', url: '/api/profile', payload: { name: 'X' } })).statusCode, 401, 'no token')
 })
+
+t.test('a current password sent is checked whatever changes: a wrong one with a new name alone is 401, audited as a failed login', async t => {
+  const app = await build(t)
+  const { id, email, token } = await userWithRoles(app, [])
+  const wrong = await patch(app, token, { name: 'Taken Over', current_password: 'not my password' })
+  t.equal(wrong.statusCode, 401)
+  t.match(wrong.json(), { success: false, statusCode: 401, message: 'The current password does not match' })
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(token) })).json().data.name, 'Test User', 'the name is as it was')
+  const failed = await app.knex('audit_log').where('action', 'login-failed').select('actor_id', 'session_id', 'resource', 'resource_id', 'after')
+  t.equal(failed.length, 1)
+  t.match(failed[0], { actor_id: id, session_id: /^[1-9]/, resource: 'session', resource_id: null, after: { email, user_id: id } })
+  t.equal(await app.knex('audit_log').where('action', 'update').count({ n: '*' }).first().then(row => Number(row!.n)), 0, 'no change audited')
+
+  const right = await patch(app, token, { name: 'Ada', current_password: PASSWORD })
+  t.equal(right.statusCode, 200)
+  t.equal(right.json().data.name, 'Ada')
+})
+
+t.test('If-Match on a profile change: the tag of GET /api/profile, 412 when stale, 400 when malformed', async t => {
+  const app = await build(t)
+  const { token } = await userWithRoles(app, [])
+  const tagged = (ifMatch: string, payload: object) => app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(token), 'if-match': ifMatch }, payload })
+  const read = await app.inject({ url: '/api/profile', headers: bearer(token) })
+  const etag = read.headers.etag as string
+
+  const changed = await tagged(etag, { name: 'First' })
+  t.equal(changed.statusCode, 200)
+  t.not(changed.headers.etag, etag)
+  const stale = await tagged(etag, { name: 'Second' })
+  t.equal(stale.statusCode, 412)
+  t.equal(stale.headers.etag, changed.headers.etag, 'with the current tag')
+  t.match(stale.json(), { success: false, statusCode: 412 })
+  const malformed = await tagged('not a tag', { name: 'Third' })
+  t.equal(malformed.statusCode, 400)
+  t.match(malformed.json(), { success: false, data: { 'if-match': [String] } })
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(token) })).json().data.name, 'First', 'neither wrote')
+  t.equal((await tagged(changed.headers.etag as string, { name: 'Fourth' })).statusCode, 200)
+  t.equal((await tagged('*', { name: 'Fifth' })).statusCode, 200)
+})
+
+t.test('REQUIRE_IF_MATCH: a profile change without If-Match is 428, before its password is checked; a key or a session ends without one', async t => {
+  const app = await build(t, { requireIfMatch: true })
+  const { email, token } = await userWithRoles(app, [])
+  const res = await patch(app, token, { name: 'Untagged', current_password: 'not my password' })
+  t.equal(res.statusCode, 428)
+  t.match(res.json(), { success: false, statusCode: 428 })
+  t.equal(await app.knex('audit_log').where('action', 'login-failed').count({ n: '*' }).first().then(row => Number(row!.n)), 0, 'not counted as a failed login')
+  const etag = (await app.inject({ url: '/api/profile', headers: bearer(token) })).headers.etag as string
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(token), 'if-match': etag }, payload: { name: 'Tagged' } })).statusCode, 200)
+
+  // Exempt, as the README and the OpenAPI document say: no read tags a key or a session.
+  const made = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(token), payload: { name: 'k', permissions: [], current_password: PASSWORD } })
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/keys/${made.json().data.id}`, headers: bearer(token) })).statusCode, 200, 'a key is revoked without If-Match')
+  await login(app, email)
+  const other = (await app.inject({ url: '/api/sessions', headers: bearer(token) })).json().data.find((session: { current: boolean }) => !session.current)
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/sessions/${other.id}`, headers: bearer(token) })).statusCode, 200, 'a session is ended without If-Match')
+})
+
+t.test('a wrong current password\'s audit entry is a guarded write: a 503 never follows it', async t => {
+  const app = await build(t, config => { config.timeouts.handler = 2_000 })
+  const { token } = await userWithRoles(app, [])
+  // Another transaction holds the audit log, so that the entry waits past HANDLER_TIMEOUT.
+  const holder = await app.knex.transaction()
+  await holder.raw('lock table audit_log in share mode')
+  const answer = patch(app, token, { name: 'Taken Over', current_password: 'not my password' })
+  t.ok(await lockWaiters(app, 1), 'the entry waits')
+  await new Promise(resolve => setTimeout(resolve, 3_000))
+  await holder.commit()
+  t.equal((await answer).statusCode, 401, 'answered by the write, not by the time limit')
+  t.equal(await app.knex('audit_log').where('action', 'login-failed').count({ n: '*' }).first().then(row => Number(row!.n)), 1, 'and written')
+})

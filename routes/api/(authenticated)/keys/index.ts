@@ -29,11 +29,15 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     return { success: true as const, data: await apiKeysRepository.list(userId) }
   })
 
+  // The maker's password, as a new password needs it: a stolen access token alone makes no key
+  // to outlast the recovery of the account.
   fastify.post('/', { schema: keySchemas.store }, async (request, reply) => {
-    const { name, permissions, expires_at: expiresAt } = request.body
+    const { name, permissions, expires_at: expiresAt, current_password: currentPassword } = request.body
     if (expiresAt !== undefined && !(Date.parse(expiresAt) > Date.now())) throw new InvalidFields({ expires_at: ['must be in the future'] })
     const lacking = permissions.filter(permission => !request.user.permissions.has(permission))
     if (lacking.length > 0) throw forbidden(`A key cannot hold permissions you lack: ${lacking.join(', ')}`)
+    /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
+    if (!await request.checkCurrentPassword(reply, currentPassword)) return
     const { record, secret } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       const made = await apiKeysRepository.create(request.user.id, { name, permissions, expiresAt }, trx)
       await request.audit(trx, { action: 'create', resource: 'key', id: made.record.id, after: made.record })

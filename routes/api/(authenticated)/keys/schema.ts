@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
+import { timestampInput } from '../../../../lib/http/timestamps.js'
 import { API_KEY_PATTERN } from '../../../../lib/auth/api-keys.js'
 
 export const keysTag = { name: 'keys', description: 'API keys: secrets for machine clients, each with permissions of its own' }
@@ -28,7 +29,8 @@ export const ApiKey = Type.Object({
 export const NewApiKey = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'What the key is for', example: 'nightly export' }),
   permissions: PermissionNames,
-  expires_at: Type.Optional(Type.String({ format: 'date-time', description: 'When the key stops working, in the future; without it, never', example: '2027-06-30T00:00:00Z' }))
+  expires_at: Type.Optional(timestampInput({ description: 'When the key stops working, in the future (an offset within ±15:59); without it, never', example: '2027-06-30T00:00:00Z' })),
+  current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The maker\'s password as it is: an access token alone makes no key' })
 }, { $id: 'NewApiKey', additionalProperties: false })
 
 const CreatedKey = Type.Object({
@@ -53,15 +55,16 @@ export const keySchemas = {
     ...auth,
     operationId: 'keys.store',
     summary: 'Make an API key',
-    description: 'Answers the key\'s secret this once. Its permissions must be ones the caller holds (403 otherwise). A key authenticates as `Authorization: Bearer sk_…` on every route its permissions allow, but cannot manage keys, sessions or the profile. Not replayed by `Idempotency-Key`: a secret is never stored to be answered again.',
+    description: 'Answers the key\'s secret this once. Needs the caller\'s `current_password`: a wrong one is 401 and counts as a failed login ' +
+      '(rate limited per client IP and per e-mail address with logins, 429 with Retry-After). Its permissions must be ones the caller holds (403 otherwise). A key authenticates as `Authorization: Bearer sk_…` on every route its permissions allow, but cannot manage keys, sessions or the profile. Not replayed by `Idempotency-Key`: a secret is never stored to be answered again.',
     body: Type.Ref(NewApiKey),
-    response: { 201: CreatedKey, ...errorResponses(400, 401, 403, 413, 415) }
+    response: { 201: CreatedKey, ...errorResponses(400, 401, 403, 413, 415, 429) }
   },
   destroy: {
     ...auth,
     operationId: 'keys.destroy',
     summary: 'Revoke an API key',
-    description: 'The key is refused from the next request on, on every instance. Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404.',
+    description: 'The key is refused from the next request on, on every instance. Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404. Takes no `If-Match` (the header is ignored, and `REQUIRE_IF_MATCH` does not apply): no read gives a key a tag, and revoking one loses no one\'s change. An administrator\'s change of the owner\'s password (and `npm run reset-password`) revokes every key of the owner.',
     params: IdParams,
     response: { 200: Envelope(Type.Ref(ApiKey), { description: 'The revoked key' }), ...errorResponses(400, 401, 403, 404) }
   }

@@ -26,7 +26,7 @@ export const sessionSchemas = {
     ...auth,
     operationId: 'sessions.destroy',
     summary: 'End one of the caller\'s sessions',
-    description: 'The session ends at once: its access tokens are refused on the next request, on every instance, and its refresh token gets no new pair. A session of another user, or one that has ended, is 404.',
+    description: 'The session ends at once: its access tokens are refused on the next request, on every instance, and its refresh token gets no new pair. A session of another user, or one that has ended, is 404. Takes no `If-Match` (the header is ignored, and `REQUIRE_IF_MATCH` does not apply): no read gives a session a tag, and ending one loses no one\'s change.',
     params: IdParams,
     response: { 200: Envelope(Type.Ref(Session), { description: 'The ended session' }), ...errorResponses(400, 401, 403, 404) }
   }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { confirmedPassword } from '../../../../lib/auth/passwords.js'
@@ -51,6 +52,16 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     if (lacking.length > 0) throw forbidden(`You cannot ${action} a user who holds permissions you lack: ${lacking.join(', ')}`)
   }
 
+  /**
+   * A key acts for its owner, never on them: the owner's own account (name, address, password,
+   * roles, the account itself) changes with an access token, as the profile does.
+   */
+  function notByOwnKey (request: FastifyRequest, id: number) {
+    if (request.user.keyId !== undefined && request.user.id === id) {
+      throw forbidden('An API key cannot change or delete the user it belongs to: use an access token')
+    }
+  }
+
   /** Refuses to leave no user holding Admin. */
   async function keepAnAdmin (trx: Knex) {
     if (await usersRepository.countAdmins(trx) === 0) throw conflict('The last user holding Admin cannot be deleted or lose it')
@@ -90,6 +101,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       onRequest: fastify.can('user-edit'),
       handler: async (request, reply) => {
         const { id } = request.params
+        notByOwnKey(request, id)
         const tags = request.ifMatch()
         const { name, email, password, c_password: confirmation, roles } = request.body
         const passwordHash = password === undefined && confirmation === undefined
@@ -105,12 +117,21 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
           const updated = await usersRepository.update(id, { name, email, passwordHash, roleIds }, trx)
           if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
-          // A new password ends every session of the user, but the one a user changed their own in.
+          await request.audit(trx, { action: 'update', resource: 'user', id, before: current, after: updated, secrets: passwordHash === undefined ? [] : ['password'] })
+          // A new password ends every session of the user, but the one a user changed their own
+          // in. Set by someone else, it is the account's recovery: the user's API keys end too
+          // (whoever held the account meanwhile may have made some).
           if (passwordHash !== undefined) {
             const { id: callerId, jti, exp, sessionId } = request.user
-            await usersRepository.endAllSessions(id, trx, callerId === id ? { jti, expiresAt: new Date(exp * 1000), sessionId } : undefined)
+            if (callerId === id) {
+              await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
+            } else {
+              await usersRepository.endAllSessions(id, trx)
+              for (const key of await fastify.apiKeysRepository.revokeAll(id, trx)) {
+                await request.audit(trx, { action: 'revoke', resource: 'key', id: key.id, before: key })
+              }
+            }
           }
-          await request.audit(trx, { action: 'update', resource: 'user', id, before: current, after: updated, secrets: passwordHash === undefined ? [] : ['password'] })
           return updated
         }))
         return reply.header('etag', userTag(user)).send({ success: true as const, data: user, message: 'User updated' })
@@ -120,6 +141,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.delete('/:id', { schema: userSchemas.destroy, onRequest: fastify.can('user-delete') }, async (request) => {
     const { id } = request.params
+    notByOwnKey(request, id)
     const tags = request.ifMatch()
     const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       await rolesRepository.lockAdmin(trx)

@@ -65,7 +65,8 @@ export const userSchemas = {
     ...auth,
     operationId: method === 'PUT' ? 'users.update' : 'users.patch',
     summary: method === 'PUT' ? 'Replace a user' : 'Change some fields of a user',
-    description: 'The password changes only when given (with c_password). Nobody can grant a role holding a permission they lack (403); the last holder of Admin cannot lose it (409).',
+    description: 'The password changes only when given (with c_password): it ends every session of the user (but the caller\'s own), and, set for someone else, revokes every API key of theirs. ' +
+      'Nobody can grant a role holding a permission they lack (403); the last holder of Admin cannot lose it (409). An API key cannot change the user it belongs to (403).',
     params: IdParams,
     body: method === 'PUT' ? UserReplacement : UserChanges,
     headers: WriteHeaders,
@@ -75,7 +76,7 @@ export const userSchemas = {
     ...auth,
     operationId: 'users.destroy',
     summary: 'Delete a user',
-    description: 'Soft delete: the user is kept, invisible to the API, and their e-mail address is free again. The last holder of Admin cannot be deleted (409).',
+    description: 'Soft delete: the user is kept, invisible to the API, and their e-mail address is free again. The last holder of Admin cannot be deleted (409). An API key cannot delete the user it belongs to (403).',
     params: IdParams,
     headers: WriteHeaders,
     response: { 200: UserEnvelope('The deleted user'), ...errorResponses(400, 401, 403, 404, 409, 412, 428) }

@@ -1,0 +1,50 @@
+import fp from 'fastify-plugin'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The audit entry of a failed login (a wrong password at login, or a wrong
+     * `current_password`): the address as typed and the user it names, if any. Under the write
+     * guard, so that a request answered 503 wrote nothing.
+     */
+    auditFailedLogin: (email: string, userId: number | null) => Promise<void>
+    /**
+     * Checks the caller's `current_password` as a login checks a password, and counts it with
+     * logins (429 past the limits): true when it matches; a wrong one is audited as a failed
+     * login and answered 401. Undefined when nobody waits for the answer any more (a client
+     * gone, or answered 503, before its hash's turn).
+     */
+    checkCurrentPassword: (reply: FastifyReply, password: string) => Promise<true | undefined>
+  }
+}
+
+/**
+ * The caller's password, asked again before what an access token alone must not do (a new
+ * e-mail address or password, a new API key): a stolen token cannot take the account over nor
+ * make a key that outlives it. Each wrong one is a failed login: counted and audited as one.
+ */
+export default fp(async (fastify) => {
+  fastify.decorateRequest('auditFailedLogin', async function (this: FastifyRequest, email: string, userId: number | null) {
+    await this.guardWrite(() => this.audit(fastify.knex, { action: 'login-failed', resource: 'session', id: null, after: { email, user_id: userId } }))
+  })
+
+  fastify.decorateRequest('checkCurrentPassword', async function (this: FastifyRequest, reply: FastifyReply, password: string) {
+    const { usersRepository } = fastify
+    const current = await usersRepository.profile(this.user.id)
+    /* c8 ignore next -- the caller deleted between the token's check and this read */
+    if (!current) throw fastify.httpErrors.unauthorized('The token is no longer valid')
+    const attempt = fastify.attempt('login', this, current.email)
+    const { counts, user } = await usersRepository.findCredentialsCounting(current.email, attempt)
+    attempt.check(reply, counts)
+    const matches = await fastify.passwords.verify(user?.password, password, () => reply.sent || this.socket.destroyed)
+    /* c8 ignore next -- a client gone, or answered 503, before its hash's turn, as login's (test/routes/api/auth.test.ts) */
+    if (matches === undefined) return undefined
+    if (!matches) {
+      await this.auditFailedLogin(current.email, current.id)
+      reply.header('www-authenticate', 'Bearer realm="api"')
+      throw fastify.httpErrors.unauthorized('The current password does not match')
+    }
+    return true
+  })
+}, { name: 'password-check', dependencies: ['sensible', 'knex', 'audit', 'request-timing', 'throttle', 'passwords', 'users-repository'] })

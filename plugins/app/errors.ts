@@ -1,5 +1,6 @@
 import { STATUS_CODES } from 'node:http'
 import fp from 'fastify-plugin'
+import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
@@ -112,6 +113,12 @@ export function clientErrorHandler (this: FastifyInstance, error: Error & { code
     socket.destroy(error)
     return
   }
+  socket.write(rawAnswer(statusCode, message))
+  socket.destroy(error)
+}
+
+/** A whole HTTP answer in the error body, with the security headers, that closes its connection. */
+function rawAnswer (statusCode: number, message: string): string {
   const body = JSON.stringify(errorBody(statusCode, message))
   const headers = {
     ...SECURITY_HEADERS,
@@ -119,8 +126,19 @@ export function clientErrorHandler (this: FastifyInstance, error: Error & { code
     'content-length': String(Buffer.byteLength(body)),
     connection: 'close'
   }
-  socket.write(`HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`)
-  socket.destroy(error)
+  return `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`
+}
+
+/**
+ * A CONNECT request: Node hands it to the server's 'connect' listeners instead of routing it,
+ * and closes the socket unanswered when there is none. The service is no proxy: answered as
+ * any other method no route serves (404), then closed, since the socket has left HTTP's parser.
+ */
+export function connectHandler (this: FastifyInstance, request: IncomingMessage, socket: Duplex) {
+  this.log.debug({ method: request.method, url: request.url }, 'CONNECT refused: no route serves it')
+  // A client that closed the connection already: Node's own handling of a socket error.
+  socket.on('error', () => {})
+  socket.end(rawAnswer(404, `Route CONNECT ${request.url!.split('?')[0]} not found`))
 }
 
 /**
@@ -128,6 +146,7 @@ export function clientErrorHandler (this: FastifyInstance, error: Error & { code
  * errors say nothing of the internals (no SQL, stack or names), and are logged whole.
  */
 export default fp(async (fastify) => {
+  fastify.server.on('connect', connectHandler.bind(fastify))
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.validation) {
       const context = error.validationContext as SchemaErrorDataVar

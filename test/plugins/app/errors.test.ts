@@ -1,3 +1,4 @@
+import { once } from 'node:events'
 import net from 'node:net'
 import { PassThrough } from 'node:stream'
 import t from 'tap'
@@ -52,6 +53,24 @@ t.test('what never reaches a route is answered in the error body with the securi
     t.same(Object.keys(body).sort(), ['error', 'message', 'statusCode', 'success'], `${label}: the error body and nothing else`)
     t.match(body, { success: false, statusCode: status, error: String, message: String }, label)
     t.notMatch(res.body, /FST_|HPE_|ERR_/, `${label}: no internal code name`)
+  }
+})
+
+t.test('CONNECT is answered as any method no route serves, in the error body, and the connection closed', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.equal((await raw(app, 'TRACE /students HTTP/1.1\r\nHost: x\r\n\r\n')).status, 404, 'TRACE, another method no route serves')
+  for (const target of ['/students', 'example.com:443']) {
+    const { port } = app.server.address() as net.AddressInfo
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`))
+    let text = ''
+    socket.on('data', chunk => { text += chunk })
+    await once(socket, 'close')
+    const [head = '', body = ''] = text.split('\r\n\r\n')
+    t.match(head, /^HTTP\/1\.1 404 Not Found\r\n/, target)
+    t.match(head, /\r\nconnection: close(\r\n|$)/)
+    t.match(head, /\r\nx-content-type-options: nosniff\r\n/)
+    t.same(JSON.parse(body), { success: false, statusCode: 404, error: 'Not Found', message: `Route CONNECT ${target} not found` })
   }
 })
 

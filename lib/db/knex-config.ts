@@ -4,6 +4,7 @@ import { EmbeddedPostgres } from './embedded-postgres.js'
 import { migrationSource } from './migrations.js'
 import { SESSION_OPTIONS, types } from './pg-types.js'
 import { PooledKnexClient } from './pooled-client.js'
+import { ServiceKnexClient } from './service-client.js'
 
 /** Whether the service's connections go through a transaction-mode pooler (DB_POOLER=transaction). */
 export function throughPooler (config: Config): boolean {
@@ -30,7 +31,7 @@ export function knexConfig (config: Config, { direct = false } = {}): Knex.Confi
     // The pooler takes no session settings: the statement and idle-transaction limits are its
     // own or the role's there (docs/deployment.md), and the time zone and date style travel
     // as parameters it carries (lib/db/pooled-client.ts).
-    client: pooled ? PooledKnexClient : 'pg',
+    client: pooled ? PooledKnexClient : ServiceKnexClient,
     connection: pooled
       ? common
       : {

@@ -5,7 +5,7 @@ import app, { serverOptions } from './app.js'
 import { ConfigError, listeningOrigin, loadConfig, type Config } from './lib/process/config.js'
 import { claimDataDir } from './lib/db/data-dir-lock.js'
 import { EmbeddedPostgres } from './lib/db/embedded-postgres.js'
-import { forTerminal } from './lib/process/logging.js'
+import { forTerminal, logProcessWarnings } from './lib/process/logging.js'
 import { drainConnections } from './lib/process/drain.js'
 import { runPrimary } from './lib/process/primary.js'
 
@@ -31,6 +31,7 @@ if (cluster.isPrimary && config.workers > 1) {
 async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
   const options = serverOptions(config)
   const fastify = Fastify({ ...options, logger: forTerminal(options.logger as object) })
+  logProcessWarnings(fastify.log)
 
   if (embedded) {
     try {

@@ -5,7 +5,7 @@ import { AggregatorRegistry } from 'prom-client'
 import { listeningOrigin, type Config } from './config.js'
 import { claimDataDir } from '../db/data-dir-lock.js'
 import { EmbeddedPostgres } from '../db/embedded-postgres.js'
-import { forTerminal } from './logging.js'
+import { forTerminal, logProcessWarnings } from './logging.js'
 import { boundAddress, closeMetrics, serveMetrics } from './metrics-server.js'
 
 /** Wait before replacing a worker that died, so that one failing at once does not spin. */
@@ -19,6 +19,7 @@ const RESTART_DELAY_MS = 1_000
  */
 export async function runPrimary (config: Config, graceMs: number): Promise<void> {
   const log = pino(forTerminal({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } }))
+  logProcessWarnings(log)
   // First, as it is the quickest to fail (a port taken).
   let metrics: Server | undefined
   if (config.metrics) {

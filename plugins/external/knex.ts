@@ -23,7 +23,7 @@ declare module 'fastify' {
  * only checked to be there).
  */
 export default fp(async (fastify) => {
-  const config = knexConfig(fastify.config)
+  const config = knexConfig(fastify.config, { logger: fastify.log })
   const connection = config.connection as pg.ClientConfig
   const db = knex(config)
   // Waiting for a free connection is bounded as knex's acquiring is.
@@ -44,7 +44,7 @@ export default fp(async (fastify) => {
   fastify.decorate('database', { knex: db, pool })
   fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
   if (fastify.config.migrate) {
-    await migrateToLatest(knexConfig(fastify.config, { direct: true }))
+    await migrateToLatest(knexConfig(fastify.config, { direct: true, logger: fastify.log }))
     return
   }
   // MIGRATE=false: a deploy step has migrated (npm run migrate), or has not yet, and then the

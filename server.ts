@@ -43,6 +43,12 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
     }
     fastify.log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
   }
+  // Killed or crashed under the service, the embedded PostgreSQL is started again; if it
+  // cannot be, the process exits for its supervisor (or the user) to start it afresh.
+  const stopWatching = embedded?.keepRunning(fastify.log, error => {
+    fastify.log.fatal({ err: error }, 'the embedded PostgreSQL could not be started again: exiting')
+    process.exit(1)
+  })
 
   let closing = false
   /**
@@ -65,6 +71,7 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
     }, shutdownGrace).unref()
     await drainConnections(fastify.server)
     await fastify.close()
+    stopWatching?.()
     await embedded?.stop()
     process.exit(0)
   }
@@ -84,6 +91,7 @@ async function serve (config: Config, embedded: EmbeddedPostgres | undefined) {
   } catch (error) {
     fastify.log.fatal({ err: error }, 'could not start')
     await fastify.close()
+    stopWatching?.()
     await embedded?.stop()
     process.exit(1)
   }

@@ -53,6 +53,12 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
   let started = false
   let stopping = false
   let failed = false
+  // As server.ts does with one process: the embedded PostgreSQL killed is started again, or all stop.
+  const stopWatching = embedded?.keepRunning(log, error => {
+    log.fatal({ err: error }, 'the embedded PostgreSQL could not be started again: exiting')
+    failed = true
+    void stop('the embedded PostgreSQL could not be started again')
+  })
   let allExited!: () => void
   const exited = new Promise<void>(resolve => { allExited = resolve })
 
@@ -91,6 +97,7 @@ export async function runPrimary (config: Config, graceMs: number): Promise<void
     for (const worker of workers) worker.process.kill('SIGTERM')
     if (workers.size > 0) await exited
     if (metrics) await closeMetrics(metrics)
+    stopWatching?.()
     await embedded?.stop()
     process.exit(failed ? 1 : 0)
   }

@@ -117,7 +117,9 @@ function rawAnswer (statusCode: number, message: string): string {
  */
 export function connectHandler (this: FastifyInstance, request: IncomingMessage, socket: Duplex) {
   this.log.debug({ method: request.method, url: request.url }, 'CONNECT refused: no route serves it')
-  // A client that closed the connection already: Node's own handling of a socket error.
+  // The socket has left the server's hands, and its error listener with it: a client that
+  // resets the connection must not end the process.
+  /* c8 ignore next -- only a client that resets the connection before reading the answer */
   socket.on('error', () => {})
   socket.end(rawAnswer(404, `Route CONNECT ${request.url!.split('?')[0]} not found`))
 }

@@ -6,7 +6,7 @@ import { ConfigError, listeningOrigin, loadConfig, type LoadedConfig } from './l
 import { withJwtSecret } from './lib/process/jwt-secret.js'
 import { claimDataDir } from './lib/db/data-dir-lock.js'
 import { EmbeddedPostgres } from './lib/db/embedded-postgres.js'
-import { forTerminal } from './lib/process/logging.js'
+import { forTerminal, logProcessWarnings } from './lib/process/logging.js'
 import { drainConnections } from './lib/process/drain.js'
 import { runPrimary } from './lib/process/primary.js'
 
@@ -32,6 +32,7 @@ if (cluster.isPrimary && config.workers > 1) {
 async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefined) {
   const options = serverOptions(config)
   const fastify = Fastify({ ...options, logger: forTerminal(options.logger as object) })
+  logProcessWarnings(fastify.log)
 
   if (embedded) {
     try {
@@ -43,6 +44,12 @@ async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefin
     }
     fastify.log.info({ dataDir: config.dataDir }, 'using the embedded PostgreSQL')
   }
+  // Killed or crashed under the service, the embedded PostgreSQL is started again; if it
+  // cannot be, the process exits for its supervisor (or the user) to start it afresh.
+  const stopWatching = embedded?.keepRunning(fastify.log, error => {
+    fastify.log.fatal({ err: error }, 'the embedded PostgreSQL could not be started again: exiting')
+    process.exit(1)
+  })
 
   let closing = false
   /**
@@ -65,6 +72,7 @@ async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefin
     }, shutdownGrace).unref()
     await drainConnections(fastify.server)
     await fastify.close()
+    stopWatching?.()
     await embedded?.stop()
     process.exit(0)
   }
@@ -85,6 +93,7 @@ async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefin
   } catch (error) {
     fastify.log.fatal({ err: error }, 'could not start')
     await fastify.close()
+    stopWatching?.()
     await embedded?.stop()
     process.exit(1)
   }

@@ -1,3 +1,5 @@
+import knex from 'knex'
+
 /** Whether the error is PostgreSQL's unique_violation on the given index. */
 function isUniqueViolation (error: unknown, index: string): boolean {
   const { code, constraint } = error as { code?: string, constraint?: string }
@@ -7,4 +9,59 @@ function isUniqueViolation (error: unknown, index: string): boolean {
 /** The 409 of `conflict()` for a write that hit the unique index; any other error unchanged. */
 export function uniqueConflict (error: unknown, index: string, conflict: () => Error): unknown {
   return isUniqueViolation(error, index) ? conflict() : error
+}
+
+/**
+ * What a foreign_key_violation (23503) tells the client: the table whose rows refer to the
+ * record (PostgreSQL names the referring table on both sides of the key), and nothing of the
+ * constraint or the key's values. Undefined for any other error.
+ */
+export function foreignKeyMessage (error: unknown): string | undefined {
+  const { code, table, detail } = error as { code?: unknown, table?: unknown, detail?: unknown }
+  if (code !== '23503' || typeof table !== 'string') return undefined
+  // A write of the referring row whose target is missing; else a delete or update of a
+  // record that rows still refer to (on a server whose messages are not in English, always this).
+  if (typeof detail === 'string' && detail.includes(' is not present in table ')) return `The record refers to one that does not exist (${table})`
+  return `The record is still referred to by ${table}; change or remove those first`
+}
+
+// The errors of connections that failed (lib/db/service-client.ts marks them): pg gives the
+// ones it makes itself (a connection ended under a query, a connect that timed out) no code.
+const connectionFailures = new WeakSet<object>()
+
+/** Marks the error as a connection's failure; returns it. */
+export function markConnectionFailure<T> (error: T): T {
+  if (typeof error === 'object' && error !== null) connectionFailures.add(error)
+  return error
+}
+
+// Node's socket errors: the server refused, reset, or did not answer, or its name is unknown.
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN'])
+// PostgreSQL's: the server shutting down, crashed and restarting, or not yet up.
+const SHUTDOWN_CODES = new Set(['57P01', '57P02', '57P03'])
+
+/**
+ * Whether the error means the database is out of reach: a connection that could not be made
+ * or was lost (marked, or by node's socket code; ENOENT only for a Unix socket that is gone,
+ * not any missing file), PostgreSQL's class 08 (connection exception), 53 (insufficient
+ * resources: too many connections) and 57P01–57P03, or no free connection in time (knex's
+ * KnexTimeoutError; pg's pool's wait is marked).
+ */
+export function databaseUnavailable (error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  if (connectionFailures.has(error) || error instanceof knex.KnexTimeoutError) return true
+  const { code, syscall } = error as { code?: unknown, syscall?: unknown }
+  if (typeof code !== 'string') return false
+  if (code === 'ENOENT') return syscall === 'connect'
+  return SOCKET_CODES.has(code) || code.startsWith('08') || code.startsWith('53') || SHUTDOWN_CODES.has(code)
+}
+
+// PostgreSQL's codes for a statement that gave way and wrote nothing: cancelled at
+// DB_STATEMENT_TIMEOUT, a lock not had, a serialization failure, a deadlock, and a
+// transaction left idle past DB_IDLE_IN_TRANSACTION_TIMEOUT.
+const BUSY_CODES = new Set(['57014', '55P03', '40001', '40P01', '25P03'])
+
+/** Whether the error means the database was too busy for the statement, which wrote nothing. */
+export function databaseBusy (error: unknown): boolean {
+  return BUSY_CODES.has((error as { code?: string }).code!)
 }

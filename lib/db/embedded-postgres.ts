@@ -9,6 +9,11 @@ import { socketPath } from './socket-path.js'
 const run = promisify(execFile)
 
 interface Binaries { initdb: string, pg_ctl: string }
+/** What EmbeddedPostgres.keepRunning logs with (pino's methods). */
+interface WatchLog {
+  error: (fields: object, message: string) => void
+  info: (fields: object, message: string) => void
+}
 interface Owner { uid?: number, gid?: number }
 
 /**
@@ -84,6 +89,53 @@ export class EmbeddedPostgres {
       /* c8 ignore next -- only when someone else stopped it meanwhile */
       } catch { /* stopped already */ }
     })
+  }
+
+  /**
+   * Starts the server again whenever it is found stopped under the service (killed, crashed,
+   * stopped by hand), checking every `intervalMs`: PostgreSQL recovers from its log, and the
+   * service's pools reconnect. After `attempts` failed starts in a row, `giveUp` is called (the
+   * process exits, for its supervisor to restart it). Returns what stops the watch.
+   */
+  keepRunning (log: WatchLog, giveUp: (error: unknown) => void, { intervalMs = 1_000, attempts = 3 } = {}): () => void {
+    let failures = 0
+    let checking = false
+    const check = async () => {
+      if (checking) return
+      checking = true
+      try {
+        if (await this.postmasterAlive()) return
+        log.error({ pgdata: this.pgdata }, 'the embedded PostgreSQL stopped under the service: starting it again')
+        await this.start()
+        failures = 0
+        log.info({ pgdata: this.pgdata }, 'the embedded PostgreSQL is running again')
+      } catch (error) {
+        if (++failures >= attempts) {
+          clearInterval(timer)
+          giveUp(error)
+        } else {
+          log.error({ err: error }, 'the embedded PostgreSQL did not start; trying again')
+        }
+      } finally {
+        checking = false
+      }
+    }
+    const timer = setInterval(() => { void check() }, intervalMs).unref()
+    return () => clearInterval(timer)
+  }
+
+  /** Whether the postmaster that postmaster.pid names is alive. */
+  private async postmasterAlive (): Promise<boolean> {
+    const pid = Number((await readFile(path.join(this.pgdata, 'postmaster.pid'), 'utf8').catch(() => '')).split('\n')[0])
+    if (!(pid > 0)) return false
+    try {
+      process.kill(pid, 0)
+      return true
+    } catch (error) {
+      // EPERM: alive, as another user's (the postgres user's, when the service runs as neither root nor it).
+      /* c8 ignore next -- root or the server's own user, as above */
+      return (error as { code?: string }).code === 'EPERM'
+    }
   }
 
   private async isRunning (bin: Binaries, owner: Owner): Promise<boolean> {

@@ -1,21 +1,47 @@
+import { inspect } from 'node:util'
 import type { Knex } from 'knex'
 import type { LoadedConfig } from '../process/config.js'
 import { EmbeddedPostgres } from './embedded-postgres.js'
 import { migrationSource } from './migrations.js'
 import { SESSION_OPTIONS, types } from './pg-types.js'
 import { PooledKnexClient } from './pooled-client.js'
+import { ServiceKnexClient } from './service-client.js'
 
 /** Whether the service's connections go through a transaction-mode pooler (DB_POOLER=transaction). */
 export function throughPooler (config: LoadedConfig): boolean {
   return config.dbPooler === 'transaction'
 }
 
+/** What knex's messages are written to: the service's logger (pino's methods). */
+export interface KnexLogger {
+  warn: (fields: object, message: string) => void
+  error: (fields: object, message: string) => void
+  debug: (fields: object, message: string) => void
+}
+
+/**
+ * knex's `log` option: its warnings (a connection that failed, with its stack), errors and
+ * deprecations go to the logger as JSON lines, where knex itself would print them with
+ * console.log.
+ */
+export function knexLog (logger: KnexLogger): NonNullable<Knex.Config['log']> {
+  const fields = { source: 'knex' }
+  // Its debug messages (with knex's `debug`) may be objects.
+  const text = (message: unknown) => typeof message === 'string' ? message : inspect(message)
+  return {
+    warn: message => logger.warn(fields, text(message)),
+    error: message => logger.error(fields, text(message)),
+    deprecate: message => logger.warn(fields, text(message)),
+    debug: message => logger.debug(fields, text(message))
+  }
+}
+
 /**
  * The knex settings of the service, shared by the knex plugin and the knex CLI. `direct`:
  * connections to PostgreSQL itself (DB_DIRECT_HOST, DB_DIRECT_PORT), past any pooler, for what
- * needs a session of its own.
+ * needs a session of its own. `logger`: where knex's messages go (without it, the console).
  */
-export function knexConfig (config: LoadedConfig, { direct = false } = {}): Knex.Config {
+export function knexConfig (config: LoadedConfig, { direct = false, logger }: { direct?: boolean, logger?: KnexLogger } = {}): Knex.Config {
   const db = config.db ?? new EmbeddedPostgres(config.dataDir).connection
   const server = direct && config.dbDirect !== null ? { ...db, ...config.dbDirect } : db
   const common = {
@@ -30,7 +56,7 @@ export function knexConfig (config: LoadedConfig, { direct = false } = {}): Knex
     // The pooler takes no session settings: the statement and idle-transaction limits are its
     // own or the role's there (docs/deployment.md), and the time zone and date style travel
     // as parameters it carries (lib/db/pooled-client.ts).
-    client: pooled ? PooledKnexClient : 'pg',
+    client: pooled ? PooledKnexClient : ServiceKnexClient,
     connection: pooled
       ? common
       : {
@@ -41,7 +67,8 @@ export function knexConfig (config: LoadedConfig, { direct = false } = {}): Knex
         },
     pool: { min: 0, max: config.dbPoolMax },
     acquireConnectionTimeout: config.timeouts.dbAcquire,
-    migrations: { migrationSource, tableName: 'knex_migrations' }
+    migrations: { migrationSource, tableName: 'knex_migrations' },
+    ...(logger && { log: knexLog(logger) })
   }
 }
 

@@ -1,7 +1,6 @@
-import { createRequire } from 'node:module'
-import type { Knex } from 'knex'
 import pg from 'pg'
 import { SESSION_SETTINGS } from './pg-types.js'
+import { knexClientOf, ServiceClient } from './service-client.js'
 
 type StartupParameters = Record<string, string>
 
@@ -25,19 +24,11 @@ if (typeof pgStartup !== 'function') {
  * on every server connection the client is given. Statements on such a client are sent
  * unnamed (lib/db/statement-query.ts).
  */
-export class PooledClient extends pg.Client {
+export class PooledClient extends ServiceClient {
   getStartupConf (): StartupParameters {
     return { ...pgStartup!.call(this), ...SESSION_SETTINGS }
   }
 }
 
-// knex's own PostgreSQL client, the one `client: 'pg'` names (knex exports no path to it).
-const PgDialect = createRequire(import.meta.url)('knex/lib/dialects/postgres/index.js') as typeof Knex.Client
-
 /** knex's PostgreSQL client, whose connections are PooledClients: knex makes them with its driver's `Client`. */
-export class PooledKnexClient extends PgDialect {
-  override initializeDriver (): void {
-    super.initializeDriver()
-    this.driver = Object.create(this.driver as object, { Client: { value: PooledClient } })
-  }
-}
+export const PooledKnexClient = knexClientOf(PooledClient)

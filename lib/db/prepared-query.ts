@@ -148,9 +148,25 @@ function transactionClient (trx: Knex): KnexClient {
   return client as KnexClient
 }
 
+// The SQL of each statement name declared on a pool. A connection runs a name it holds
+// already without parsing it again, so a second text under one name would run the first.
+const declaredNames = new WeakMap<pg.Pool, Map<string, string>>()
+
+/** Refuses a name already declared on this pool with another SQL text. */
+function declare (pool: pg.Pool, name: string, sql: string): void {
+  let names = declaredNames.get(pool)
+  if (names === undefined) declaredNames.set(pool, names = new Map())
+  const declared = names.get(name)
+  if (declared !== undefined && declared !== sql) {
+    throw new Error(`The prepared statement name ${name} is taken by another query (${declared}): give each query a name of its own`)
+  }
+  names.set(name, sql)
+}
+
 /**
  * `build` receives one stand-in per argument and returns the query (built, or raw); `name` must be unique
- * to the SQL text, as PostgreSQL keeps it per connection. Rows are objects of the columns
+ * to the SQL text, as PostgreSQL keeps it per connection: a second text under a name
+ * declared on the same pool throws. Rows are objects of the columns
  * (lib/db/row-builder.ts) unless `makeRow` makes them otherwise.
  */
 export function prepare<Args extends Scalar[], Row> (
@@ -173,6 +189,7 @@ export function prepare<Args extends Scalar[], Row> (
   const unused = placeholders.findIndex((_, i) => !slots.some(slot => slot.arg === i))
   if (unused >= 0) throw new Error(`The query ${name} does not use its argument ${unused}`)
 
+  declare(pool, name, sql)
   const statement = new Statement<Row>(name, sql, makeRow)
   const values = (args: Args) => slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]!)
   const run = async (args: Args, trx?: Knex) => {

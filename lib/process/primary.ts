@@ -6,7 +6,7 @@ import { listeningOrigin, type LoadedConfig } from './config.js'
 import { claimDataDir } from '../db/data-dir-lock.js'
 import { EmbeddedPostgres } from '../db/embedded-postgres.js'
 import { withJwtSecret } from './jwt-secret.js'
-import { forTerminal } from './logging.js'
+import { forTerminal, logProcessWarnings } from './logging.js'
 import { boundAddress, closeMetrics, serveMetrics } from './metrics-server.js'
 
 /** Wait before replacing a worker that died, so that one failing at once does not spin. */
@@ -20,6 +20,7 @@ const RESTART_DELAY_MS = 1_000
  */
 export async function runPrimary (config: LoadedConfig, graceMs: number): Promise<void> {
   const log = pino(forTerminal({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } }))
+  logProcessWarnings(log)
   // First, as it is the quickest to fail (a port taken).
   let metrics: Server | undefined
   if (config.metrics) {
@@ -55,6 +56,12 @@ export async function runPrimary (config: LoadedConfig, graceMs: number): Promis
   let started = false
   let stopping = false
   let failed = false
+  // As server.ts does with one process: the embedded PostgreSQL killed is started again, or all stop.
+  const stopWatching = embedded?.keepRunning(log, error => {
+    log.fatal({ err: error }, 'the embedded PostgreSQL could not be started again: exiting')
+    failed = true
+    void stop('the embedded PostgreSQL could not be started again')
+  })
   let allExited!: () => void
   const exited = new Promise<void>(resolve => { allExited = resolve })
 
@@ -93,6 +100,7 @@ export async function runPrimary (config: LoadedConfig, graceMs: number): Promis
     for (const worker of workers) worker.process.kill('SIGTERM')
     if (workers.size > 0) await exited
     if (metrics) await closeMetrics(metrics)
+    stopWatching?.()
     await embedded?.stop()
     process.exit(failed ? 1 : 0)
   }

@@ -24,7 +24,7 @@ export default fp(async (fastify) => {
    */
   async function ensureAdmin (email: string, password: string, onlyIfNone = false): Promise<boolean> {
     // A connection of its own, which may take its time, as the migration's (lib/db/knex-config.ts).
-    const patient = knex({ ...startupKnexConfig(knexConfig(fastify.config)), pool: { min: 0, max: 1 } })
+    const patient = knex({ ...startupKnexConfig(knexConfig(fastify.config, { logger: fastify.log })), pool: { min: 0, max: 1 } })
     try {
       return await patient.transaction(async trx => {
         // Serialised, so that instances starting together create one administrator.

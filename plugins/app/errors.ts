@@ -1,8 +1,10 @@
 import { STATUS_CODES } from 'node:http'
 import fp from 'fastify-plugin'
+import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
+import { databaseBusy, databaseUnavailable, foreignKeyMessage } from '../../lib/db/db-errors.js'
 import { InvalidFields } from '../../lib/http/invalid-fields.js'
 import { PreconditionFailedError } from './conditional-requests.js'
 import { HandlerTimeoutError } from './request-timing.js'
@@ -10,26 +12,6 @@ import { SECURITY_HEADERS } from './security-headers.js'
 
 /** Seconds a client should wait before retrying a 503 (database out of reach, timeout, overload). */
 const RETRY_AFTER_SECONDS = 5
-
-// Error codes of node's sockets (ENOENT: a Unix socket that is gone with its server) and of
-// PostgreSQL (class 08: connection exception, 53300: too many connections, 57P0x: server
-// shutting down or not yet up).
-const UNAVAILABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE', 'ENOENT',
-  '08000', '08001', '08003', '08004', '08006', '53300', '57P01', '57P02', '57P03'
-])
-
-// PostgreSQL's codes for a statement that gave way and wrote nothing: cancelled at
-// DB_STATEMENT_TIMEOUT, a lock not had, a serialization failure, a deadlock.
-const BUSY_CODES = new Set(['57014', '55P03', '40001', '40P01'])
-
-function isDatabaseUnavailable (error: FastifyError): boolean {
-  return error.name === 'KnexTimeoutError' ||
-    UNAVAILABLE_CODES.has(error.code) ||
-    // pg's own errors for a connection lost (which knex prefixes with the SQL), and pg's pool's
-    // for no free connection in time.
-    /Connection terminated|Connection ended unexpectedly|connection error and is not queryable|timeout exceeded when trying to connect/.test(error.message)
-}
 
 /** `{ "email": ["must match format \"email\""] }` from ajv's errors. */
 export function fieldErrors (errors: FastifySchemaValidationError[], context: string): Record<string, string[]> {
@@ -112,6 +94,12 @@ export function clientErrorHandler (this: FastifyInstance, error: Error & { code
     socket.destroy(error)
     return
   }
+  socket.write(rawAnswer(statusCode, message))
+  socket.destroy(error)
+}
+
+/** A whole HTTP answer in the error body, with the security headers, that closes its connection. */
+function rawAnswer (statusCode: number, message: string): string {
   const body = JSON.stringify(errorBody(statusCode, message))
   const headers = {
     ...SECURITY_HEADERS,
@@ -119,8 +107,21 @@ export function clientErrorHandler (this: FastifyInstance, error: Error & { code
     'content-length': String(Buffer.byteLength(body)),
     connection: 'close'
   }
-  socket.write(`HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`)
-  socket.destroy(error)
+  return `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n${body}`
+}
+
+/**
+ * A CONNECT request: Node hands it to the server's 'connect' listeners instead of routing it,
+ * and closes the socket unanswered when there is none. The service is no proxy: answered as
+ * any other method no route serves (404), then closed, since the socket has left HTTP's parser.
+ */
+export function connectHandler (this: FastifyInstance, request: IncomingMessage, socket: Duplex) {
+  this.log.debug({ method: request.method, url: request.url }, 'CONNECT refused: no route serves it')
+  // The socket has left the server's hands, and its error listener with it: a client that
+  // resets the connection must not end the process.
+  /* c8 ignore next -- only a client that resets the connection before reading the answer */
+  socket.on('error', () => {})
+  socket.end(rawAnswer(404, `Route CONNECT ${request.url!.split('?')[0]} not found`))
 }
 
 /**
@@ -128,6 +129,7 @@ export function clientErrorHandler (this: FastifyInstance, error: Error & { code
  * errors say nothing of the internals (no SQL, stack or names), and are logged whole.
  */
 export default fp(async (fastify) => {
+  fastify.server.on('connect', connectHandler.bind(fastify))
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.validation) {
       const context = error.validationContext as SchemaErrorDataVar
@@ -151,15 +153,20 @@ export default fp(async (fastify) => {
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'The request took too long; try again later')
     }
-    if (BUSY_CODES.has(error.code)) {
+    if (databaseBusy(error)) {
       request.log.error({ err: error }, 'database busy')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'The database is busy; try again later')
     }
-    if (isDatabaseUnavailable(error)) {
+    if (databaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'The database is unavailable; try again later')
+    }
+    const referred = foreignKeyMessage(error)
+    if (referred !== undefined) {
+      request.log.debug({ err: error }, 'a foreign key refused the change')
+      return sendError(reply, 409, referred)
     }
     const statusCode = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 600
       ? error.statusCode

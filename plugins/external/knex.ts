@@ -4,6 +4,7 @@ import pg from 'pg'
 import { knexConfig, throughPooler } from '../../lib/db/knex-config.js'
 import { migrateToLatest, pendingMigrations } from '../../lib/db/migrate.js'
 import { PooledClient } from '../../lib/db/pooled-client.js'
+import { ServiceClient, ServicePool } from '../../lib/db/service-client.js'
 import type { Database } from '../../lib/db/prepared-query.js'
 
 declare module 'fastify' {
@@ -22,15 +23,15 @@ declare module 'fastify' {
  * only checked to be there).
  */
 export default fp(async (fastify) => {
-  const config = knexConfig(fastify.config)
+  const config = knexConfig(fastify.config, { logger: fastify.log })
   const connection = config.connection as pg.ClientConfig
   const db = knex(config)
   // Waiting for a free connection is bounded as knex's acquiring is.
-  const pool = new pg.Pool({
+  const pool = new ServicePool({
     ...connection,
     max: fastify.config.dbPoolMax,
     connectionTimeoutMillis: fastify.config.timeouts.dbAcquire,
-    Client: throughPooler(fastify.config) ? PooledClient : pg.Client
+    Client: throughPooler(fastify.config) ? PooledClient : ServiceClient
   })
   // An idle connection that the server closes is dropped from the pool; without a listener it would end the process.
   pool.on('error', error => fastify.log.warn({ err: error }, 'idle database connection lost'))
@@ -43,7 +44,7 @@ export default fp(async (fastify) => {
   fastify.decorate('database', { knex: db, pool })
   fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
   if (fastify.config.migrate) {
-    await migrateToLatest(knexConfig(fastify.config, { direct: true }))
+    await migrateToLatest(knexConfig(fastify.config, { direct: true, logger: fastify.log }))
     return
   }
   // MIGRATE=false: a deploy step has migrated (npm run migrate), or has not yet, and then the

@@ -18,6 +18,8 @@ export interface DatabaseProxy {
    * service never learns that its transaction committed.
    */
   stallRepliesAfter: (marker: string) => void
+  /** The database gone: every connection closed, and new ones refused. */
+  close: () => Promise<void>
 }
 
 export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<DatabaseProxy> {
@@ -64,6 +66,10 @@ export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<Datab
     },
     stallRepliesAfter (marker: string) {
       stallMarker = marker
+    },
+    close () {
+      for (const socket of sockets) socket.destroy()
+      return new Promise<void>(resolve => server.close(() => resolve()))
     }
   }
 }

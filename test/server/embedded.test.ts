@@ -1,11 +1,12 @@
 import { once } from 'node:events'
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import readline from 'node:readline'
 import t from 'tap'
 import { ada } from '../routes/students/fixtures.js'
+import { EmbeddedPostgres } from '../../lib/db/embedded-postgres.js'
 import { within } from '../helper.js'
 import { listeningWorkers, sleep, slowPost, spawnServer, startServer } from './process.js'
 
@@ -137,5 +138,42 @@ t.test('an embedded database that cannot start stops start-up with its error, on
     t.equal(code, 1, `WORKERS=${workers}: exits 1`)
     const fatal = lines.find(entry => entry.msg === 'could not start')
     t.match(fatal, { level: 60, err: { message: /pg_ctl start/ } }, `WORKERS=${workers}: says why, in the log`)
+  }
+})
+
+/** Kills the embedded PostgreSQL's postmaster outright, as a crash or the OOM killer would. */
+async function killPostmaster (dataDir: string): Promise<void> {
+  const pid = Number((await readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0])
+  process.kill(pid, 'SIGKILL')
+}
+
+t.test('the embedded PostgreSQL killed under the service is started again, with its data; one that cannot be ends the process', async t => {
+  for (const workers of ['1', '2']) {
+    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
+    await chmod(dataDir, 0o755)
+    t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+    const server = await startServer({ ...embeddedEnv(dataDir), WORKERS: workers })
+    t.teardown(() => server.kill())
+    t.ok(await within(60_000, () => listeningWorkers(server).length === Number(workers)), `WORKERS=${workers}: listening`)
+    const created = await fetch(`${server.url}/students`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(ada) })
+    const student = await created.json() as { id: number }
+
+    await killPostmaster(dataDir)
+    t.ok(await within(30_000, async () => (await fetch(`${server.url}/health/ready`)).status === 200), `WORKERS=${workers}: ready again`)
+    t.same(await (await fetch(`${server.url}/students/${student.id}`)).json(), student, 'with its data')
+    t.ok(server.logs.some(entry => entry.msg === 'the embedded PostgreSQL stopped under the service: starting it again'), 'said so')
+    t.ok(server.logs.some(entry => entry.msg === 'the embedded PostgreSQL is running again'))
+    // Stopped cleanly by hand (pg_ctl stop), it is started again too.
+    await new EmbeddedPostgres(dataDir).stop()
+    t.ok(await within(30_000, async () => (await fetch(`${server.url}/health/ready`)).status === 200), `WORKERS=${workers}: ready again after pg_ctl stop`)
+
+    // A data folder PostgreSQL no longer accepts, then killed: the process gives up, saying why.
+    await writeFile(path.join(dataDir, 'postgres', 'PG_VERSION'), '1\n')
+    const exited = once(server.process, 'exit')
+    await killPostmaster(dataDir)
+    const [code] = await exited
+    t.equal(code, 1, `WORKERS=${workers}: exits 1, for a supervisor to act`)
+    t.ok(server.logs.some(entry => entry.level === 60 && entry.msg === 'the embedded PostgreSQL could not be started again: exiting'), 'saying why')
+    t.equal((await fetch(`${server.url}/health/live`).catch(() => undefined))?.status, undefined, 'not live any more')
   }
 })

@@ -47,6 +47,23 @@ t.test('arguments go where the stand-ins were, constants stay, on the pool or in
   t.throws(() => prepare(db, 'items.truncate', () => knex('items').truncate()), /items.truncate is not a SELECT, INSERT, UPDATE or DELETE/)
 })
 
+t.test('a name declared again with other SQL is refused at once; with the same SQL, or on another pool, it is not', async t => {
+  const db = await database(t)
+  const { knex } = db
+  await knex('items').insert([{ name: 'a' }, { name: 'b' }])
+  const first = prepare<[id: number], { name: string }>(db, 'items.pick', id => knex('items').select('name').where({ id }))
+  t.same((await first([1])).rows, [{ name: 'a' }])
+  // On the pool's one connection, which holds the first text under that name, the second
+  // would silently run the first.
+  t.throws(() => prepare(db, 'items.pick', (id: never) => knex('items').select('name').where('id', '>', id)),
+    /The prepared statement name items.pick is taken by another query/)
+  const again = prepare<[id: number], { name: string }>(db, 'items.pick', id => knex('items').select('name').where({ id }))
+  t.same((await again([2])).rows, [{ name: 'b' }], 'the same text again is the same statement')
+  const other = await database(t)
+  const elsewhere = prepare<[id: number], { id: number }>(other, 'items.pick', id => other.knex('items').select('id').where('id', '>', id))
+  t.same((await elsewhere([0])).rows, [], 'another pool has names of its own')
+})
+
 t.test('an error is pg\'s own, without the SQL text, and the connection goes back to the pool', async t => {
   const db = await database(t)
   const add = prepare<[name: string], never>(db, 'items.add', name => db.knex('items').insert({ name }))

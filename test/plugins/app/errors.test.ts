@@ -1,4 +1,6 @@
+import { once } from 'node:events'
 import net from 'node:net'
+import path from 'node:path'
 import { PassThrough } from 'node:stream'
 import t from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -53,6 +55,58 @@ t.test('what never reaches a route is answered in the error body with the securi
     t.match(body, { success: false, statusCode: status, error: String, message: String }, label)
     t.notMatch(res.body, /FST_|HPE_|ERR_/, `${label}: no internal code name`)
   }
+})
+
+t.test('CONNECT is answered as any method no route serves, in the error body, and the connection closed', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  t.equal((await raw(app, 'TRACE /students HTTP/1.1\r\nHost: x\r\n\r\n')).status, 404, 'TRACE, another method no route serves')
+  for (const target of ['/students', 'example.com:443']) {
+    const { port } = app.server.address() as net.AddressInfo
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(`CONNECT ${target} HTTP/1.1\r\nHost: x\r\n\r\n`))
+    let text = ''
+    socket.on('data', chunk => { text += chunk })
+    await once(socket, 'close')
+    const [head = '', body = ''] = text.split('\r\n\r\n')
+    t.match(head, /^HTTP\/1\.1 404 Not Found\r\n/, target)
+    t.match(head, /\r\nconnection: close(\r\n|$)/)
+    t.match(head, /\r\nx-content-type-options: nosniff\r\n/)
+    t.same(JSON.parse(body), { success: false, statusCode: 404, error: 'Not Found', message: `Route CONNECT ${target} not found` })
+  }
+})
+
+// Routes of these tests only: writes a foreign key refuses, a read of a missing file.
+const FAULT_ROUTES = path.join(import.meta.dirname, 'errors-routes')
+
+t.test('a foreign key refusing a change: 409 naming the table that refers, and nothing of the constraint', async t => {
+  const app = await build(t, {}, { routes: FAULT_ROUTES })
+  await app.knex.schema.createTable('fault_parents', table => { table.increments('id') })
+  await app.knex.schema.createTable('fault_children', table => {
+    table.increments('id')
+    table.integer('parent_id').notNullable().references('fault_parents.id')
+  })
+  await app.knex('fault_parents').insert([{ id: 1 }, { id: 2 }])
+  await app.knex('fault_children').insert({ parent_id: 1 })
+
+  const referred = await app.inject({ method: 'DELETE', url: '/faults/parents/1' })
+  t.equal(referred.statusCode, 409, 'a record still referred to')
+  t.same(referred.json(), { success: false, statusCode: 409, error: 'Conflict', message: 'The record is still referred to by fault_children; change or remove those first' })
+  const missing = await app.inject({ method: 'POST', url: '/faults/children', payload: { parent_id: 99 } })
+  t.equal(missing.statusCode, 409, 'a reference to a record that does not exist')
+  t.same(missing.json(), { success: false, statusCode: 409, error: 'Conflict', message: 'The record refers to one that does not exist (fault_children)' })
+  for (const res of [referred, missing]) t.notMatch(res.body, /fkey|foreign|Key \(|parent_id|99/, 'no constraint, column or key value')
+
+  t.equal((await app.inject({ method: 'DELETE', url: '/faults/parents/2' })).statusCode, 204, 'a record nothing refers to is deleted')
+  t.same(await app.knex('fault_parents').pluck('id'), [1], 'the one referred to is kept')
+})
+
+t.test('a missing file is the server\'s fault (500), not the database\'s (503)', async t => {
+  const app = await build(t, {}, { routes: FAULT_ROUTES })
+  const res = await app.inject({ url: '/faults/file' })
+  t.equal(res.statusCode, 500)
+  t.equal(res.headers['retry-after'], undefined, 'no Retry-After: retrying will not help')
+  t.same(res.json(), { success: false, statusCode: 500, error: 'Internal Server Error', message: 'The server failed to answer this request' })
+  t.notMatch(res.body, /ENOENT|not-there/, 'nothing of the cause')
 })
 
 t.test('headers not received within REQUEST_TIMEOUT: 408 in the error body, and the connection closed', async t => {

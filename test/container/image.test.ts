@@ -4,11 +4,10 @@
 // load, and as compose.yaml runs it (a migration step, two instances, HAProxy in front).
 import { execFile, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
-import path from 'node:path'
 import { promisify } from 'node:util'
 import t, { type Test } from 'tap'
 import { TEST_JWT_SECRET } from '../helper.js'
-import { databaseEnv, freePort, sleep } from '../server/process.js'
+import { databaseEnv, freePort, sleep, startBalancer } from '../server/process.js'
 import { writeUntilRefused, writtenStudents } from '../server/writers.js'
 
 const run = promisify(execFile)
@@ -140,17 +139,7 @@ t.test('as compose.yaml runs it: a migration step, two instances that do not mig
   t.equal(migrated, 0, 'the migration step ran to its end')
 
   const instances = await Promise.all([1, 2].map(() => runImage(t, { ...settings, MIGRATE: 'false', REGISTER_ROLES: 'User' })))
-  const lbPort = await freePort()
-  const balancer = spawn('haproxy', ['-db', '-f', path.resolve('deploy/haproxy.cfg')], {
-    env: { ...process.env, LB_BIND: `127.0.0.1:${lbPort}`, INSTANCE_1: new URL(instances[0]!.url).host, INSTANCE_2: new URL(instances[1]!.url).host },
-    stdio: ['ignore', 'ignore', 'inherit']
-  })
-  t.teardown(() => balancer.kill('SIGKILL'))
-  const url = `http://127.0.0.1:${lbPort}`
-  let ready = false
-  for (const deadline = Date.now() + 10_000; !ready && Date.now() < deadline; await sleep(100)) {
-    ready = await fetch(`${url}/health/ready`).then(res => res.ok, () => false)
-  }
-  t.ok(ready, 'HAProxy sends to the instances')
-  t.equal(await clientScenario(url), 'ok - it is gone from v1 too', 'the client scenario through the balancer')
+  const url = await startBalancer(t, [instances[0]!.url, instances[1]!.url])
+  t.ok(url, 'HAProxy sends to the instances')
+  t.equal(await clientScenario(url!), 'ok - it is gone from v1 too', 'the client scenario through the balancer')
 })

@@ -1,9 +1,8 @@
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import { once } from 'node:events'
-import path from 'node:path'
 import t from 'tap'
 import pg from 'pg'
-import { databaseEnv, freePort, sleep, startServer, type ServerProcess } from './process.js'
+import { databaseEnv, freePort, sleep, startBalancer, startServer, type ServerProcess } from './process.js'
 
 const haproxy = spawnSync('haproxy', ['-v']).status === 0
 
@@ -20,16 +19,9 @@ t.test('through HAProxy, an instance stopped and restarted under load: no reques
     const instances = await Promise.all(ports.map(port => startServer({ ...env, PORT: String(port) })))
     t.teardown(() => { for (const instance of instances) instance.kill() })
 
-    const lbPort = await freePort()
-    const balancer = spawn('haproxy', ['-db', '-f', path.resolve('deploy/haproxy.cfg')], {
-      env: { ...process.env, LB_BIND: `127.0.0.1:${lbPort}`, INSTANCE_1: `127.0.0.1:${ports[0]}`, INSTANCE_2: `127.0.0.1:${ports[1]}` },
-      stdio: ['ignore', 'ignore', 'inherit']
-    })
-    t.teardown(() => balancer.kill('SIGKILL'))
-    const url = `http://127.0.0.1:${lbPort}`
-    for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
-      if (await fetch(`${url}/health/ready`).then(res => res.ok, () => false)) break
-    }
+    const balanced = await startBalancer(t, instances.map(instance => instance.url) as [string, string])
+    t.ok(balanced, 'HAProxy sends to the instances')
+    const url = balanced!
 
     // Ten clients writing students as fast as they can, each 201 remembered.
     const created: number[] = []

@@ -3,6 +3,7 @@ import { once } from 'node:events'
 import http from 'node:http'
 import net from 'node:net'
 import readline from 'node:readline'
+import path from 'node:path'
 import type { Test } from 'tap'
 import { createDatabase, TEST_JWT_SECRET } from '../helper.js'
 
@@ -82,4 +83,23 @@ export async function freePort (): Promise<number> {
   const { port } = server.address() as net.AddressInfo
   server.close()
   return port
+}
+
+/**
+ * HAProxy with deploy/haproxy.cfg, as the deployments run it, in front of two instances (the
+ * same one twice for a single instance), killed when the test ends. Resolves to its URL once it
+ * sends requests to an instance that is ready, or to null if it never does within 10 s.
+ */
+export async function startBalancer (t: Test, instances: [string, string]): Promise<string | null> {
+  const lbPort = await freePort()
+  const balancer = spawn('haproxy', ['-db', '-f', path.resolve('deploy/haproxy.cfg')], {
+    env: { ...process.env, LB_BIND: `127.0.0.1:${lbPort}`, INSTANCE_1: new URL(instances[0]).host, INSTANCE_2: new URL(instances[1]).host },
+    stdio: ['ignore', 'ignore', 'inherit']
+  })
+  t.teardown(() => balancer.kill('SIGKILL'))
+  const url = `http://127.0.0.1:${lbPort}`
+  for (const deadline = Date.now() + 10_000; Date.now() < deadline; await sleep(100)) {
+    if (await fetch(`${url}/health/ready`).then(res => res.ok, () => false)) return url
+  }
+  return null
 }

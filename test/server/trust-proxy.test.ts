@@ -2,12 +2,11 @@
 // each client is itself, in the per-IP limits, its sessions and the audit log. The clients
 // differ by the loopback address their connections come from (all of 127.0.0.0/8 is this
 // machine); HAProxy connects to the instance from 127.0.0.1.
-import { spawn, spawnSync } from 'node:child_process'
+import { spawnSync } from 'node:child_process'
 import http from 'node:http'
-import path from 'node:path'
 import t from 'tap'
 import { within } from '../helper.js'
-import { databaseEnv, freePort, listeningWorkers, sleep, startServer } from './process.js'
+import { databaseEnv, freePort, listeningWorkers, startBalancer, startServer } from './process.js'
 
 const haproxy = spawnSync('haproxy', ['-v']).status === 0
 
@@ -39,19 +38,9 @@ t.test('behind HAProxy with TRUST_PROXY: every client has its own per-IP budget,
     t.ok(await within(60_000, () => listeningWorkers(instance).length === 2), 'both workers listen')
     const direct = instance.url
 
-    const lbPort = await freePort()
-    const target = new URL(direct).host
-    const balancer = spawn('haproxy', ['-db', '-f', path.resolve('deploy/haproxy.cfg')], {
-      env: { ...process.env, LB_BIND: `127.0.0.1:${lbPort}`, INSTANCE_1: target, INSTANCE_2: target },
-      stdio: ['ignore', 'ignore', 'inherit']
-    })
-    t.teardown(() => balancer.kill('SIGKILL'))
-    const url = `http://127.0.0.1:${lbPort}`
-    let ready = false
-    for (const deadline = Date.now() + 10_000; !ready && Date.now() < deadline; await sleep(100)) {
-      ready = await fetch(`${url}/health/ready`).then(res => res.ok, () => false)
-    }
-    t.ok(ready, 'HAProxy sends to the instance')
+    const balanced = await startBalancer(t, [direct, direct])
+    t.ok(balanced, 'HAProxy sends to the instance')
+    const url = balanced!
 
     const login = (from: string, base: string, credentials: { email: string, password: string }, headers: Record<string, string> = {}) =>
       send(from, `${base}/api/login`, 'POST', headers, credentials)

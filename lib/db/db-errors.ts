@@ -12,17 +12,17 @@ export function uniqueConflict (error: unknown, index: string, conflict: () => E
 }
 
 /**
- * What a foreign_key_violation (23503) tells the client: the table whose rows refer to the
- * record (PostgreSQL names the referring table on both sides of the key), and nothing of the
- * constraint or the key's values. Undefined for any other error.
+ * What a foreign_key_violation (23503) tells the client, by the write it refused: a delete, of
+ * a record that rows of another table still refer to (PostgreSQL names that table); any other
+ * write, of a row whose reference names a record that does not exist. Nothing of the
+ * constraint or the key's values, and nothing read from the message's text, which is in the
+ * server's language. Undefined for any other error.
  */
-export function foreignKeyMessage (error: unknown): string | undefined {
-  const { code, table, detail } = error as { code?: unknown, table?: unknown, detail?: unknown }
-  if (code !== '23503' || typeof table !== 'string') return undefined
-  // A write of the referring row whose target is missing; else a delete or update of a
-  // record that rows still refer to (on a server whose messages are not in English, always this).
-  if (typeof detail === 'string' && detail.includes(' is not present in table ')) return `The record refers to one that does not exist (${table})`
-  return `The record is still referred to by ${table}; change or remove those first`
+export function foreignKeyMessage (error: unknown, method: string): string | undefined {
+  const { code, table } = error as { code?: unknown, table?: unknown }
+  if (code !== '23503') return undefined
+  if (method === 'DELETE' && typeof table === 'string') return `The record is still referred to by ${table}; change or remove those first`
+  return 'The record refers to one that does not exist'
 }
 
 // The errors of connections that failed (lib/db/service-client.ts marks them): pg gives the

@@ -1,4 +1,4 @@
-import { isIP, isIPv6 } from 'node:net'
+import { BlockList, isIP, isIPv6 } from 'node:net'
 import path from 'node:path'
 
 /** Everything the service reads from its environment, validated once at start-up. */
@@ -235,27 +235,47 @@ function origins (env: Env, name: string): string[] {
   return list
 }
 
-/** What the proxy-addr package behind Fastify's trustProxy takes: an IPv4 or IPv6 address, alone or with a prefix length. */
-function network (entry: string): boolean {
+/**
+ * How much of the address space an entry of TRUST_PROXY trusts, as a prefix length: an IPv4
+ * one for a network of IPv4-mapped IPv6 addresses (`::ffff:0:0/96` trusts every IPv4 client on
+ * a dual-stack listener, as `0.0.0.0/0` would). Null: not what the proxy-addr package behind
+ * Fastify's trustProxy takes, an IPv4 or IPv6 address, alone or with a prefix length.
+ */
+function trustedWidth (entry: string): number | null {
   const [address = '', prefix, extra] = entry.split('/')
   const version = isIP(address)
-  if (version === 0 || extra !== undefined) return false
-  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
+  const most = version === 4 ? 32 : 128
+  if (version === 0 || extra !== undefined || (prefix !== undefined && !/^\d{1,3}$/.test(prefix))) return null
+  const length = prefix === undefined ? most : Number(prefix)
+  if (length > most) return null
+  if (version === 4) return length
+  const network = new BlockList()
+  network.addSubnet(address, length, 'ipv6')
+  return network.check(IPV4_MAPPED, 'ipv6') || IPV4_MAPPED_NETWORK.check(address, 'ipv6') ? length - 96 : length
 }
+
+const IPV4_MAPPED = '::ffff:0:0'
+const IPV4_MAPPED_NETWORK = new BlockList()
+IPV4_MAPPED_NETWORK.addSubnet(IPV4_MAPPED, 96, 'ipv6')
+
+/** Networks wider than this trust more than a deployment's proxies can be. */
+const WIDEST_TRUSTED = 8
 
 /**
  * TRUST_PROXY: the proxies' addresses or networks, comma-separated. Nothing that trusts any
- * sender: not `true`, not a hop count (Fastify itself no longer honours one), not a /0, as a
- * client that reaches the service around its proxies could then choose its own address.
+ * sender, as a client that reaches the service around its proxies could then choose its own
+ * address: not `true`, not a hop count (Fastify itself no longer honours one), no network wider
+ * than a /8 (`0.0.0.0/1`, `::/0`, `::ffff:0:0/96`).
  */
 function trustedProxies (env: Env): string[] {
   const raw = read(env, 'TRUST_PROXY')
   if (raw === undefined) return []
   return raw.split(',').map(entry => entry.trim()).map(entry => {
-    if (/^(true|\*|\d+)$/.test(entry) || /\/0+$/.test(entry)) {
-      throw new ConfigError(`TRUST_PROXY must name the proxies, not trust every sender ("${entry}"): a client that reaches the service around them could choose its own address`)
+    const width = trustedWidth(entry)
+    if (/^(true|\*|\d+)$/.test(entry) || (width !== null && width < WIDEST_TRUSTED)) {
+      throw new ConfigError(`TRUST_PROXY must name the proxies, not trust every sender ("${entry}"; networks of a /8 at the widest): a client that reaches the service around them could choose its own address`)
     }
-    if (!network(entry)) {
+    if (width === null) {
       throw new ConfigError(`TRUST_PROXY must be a comma-separated list of the proxies' IP addresses or networks (10.0.0.5, 10.0.0.0/8, fd00::/8), got "${entry}"`)
     }
     return entry

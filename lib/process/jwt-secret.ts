@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import type { Config, LoadedConfig } from './config.js'
+import { ConfigError, type Config, type LoadedConfig } from './config.js'
 
 /**
  * The configuration with its JWT secret: JWT_SECRET's, or, on the embedded database without
@@ -15,10 +15,31 @@ export function withJwtSecret (config: LoadedConfig): Config {
 
 function keptSecret (dataDir: string): string {
   const file = path.join(dataDir, 'jwt-secret')
-  if (existsSync(file)) return readFileSync(file, 'utf8')
-  const generated = randomBytes(48).toString('base64url')
+  const kept = unless('ENOENT', () => readFileSync(file, 'utf8'))
+  if (kept !== undefined) return checked(kept, file)
   mkdirSync(dataDir, { recursive: true })
-  // 'wx': never over a secret that another process wrote meanwhile (it would end its tokens).
-  writeFileSync(file, generated, { flag: 'wx', mode: 0o600 })
-  return generated
+  // Written whole under another name, then linked into place: a process that starts at the same
+  // moment (a script beside the service) never reads half a secret, and the link fails if the
+  // other one was first, whose secret is then the one kept (another would end its tokens).
+  const draft = `${file}.${process.pid}.tmp`
+  writeFileSync(draft, randomBytes(48).toString('base64url'), { mode: 0o600 })
+  unless('EEXIST', () => linkSync(draft, file))
+  unlinkSync(draft)
+  return checked(readFileSync(file, 'utf8'), file)
+}
+
+/** What `fn` returns, or undefined where it fails with this code (a file not there, or there already). */
+function unless<T> (code: string, fn: () => T): T | undefined {
+  try {
+    return fn()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === code) return undefined
+    throw error
+  }
+}
+
+/** A secret read back must be one: a file emptied or cut short by hand would sign with a weak key. */
+function checked (secret: string, file: string): string {
+  if (Buffer.byteLength(secret) < 32) throw new ConfigError(`${file} holds no JWT secret of 32 bytes or more: delete it (every token is then refused) or set JWT_SECRET`)
+  return secret
 }

@@ -24,6 +24,10 @@ export default fp(async (fastify) => {
    */
   async function ensureAdmin (email: string, password: string, onlyIfNone = false): Promise<boolean> {
     // A connection of its own, which may take its time, as the migration's (lib/db/knex-config.ts).
+    // Hashed before the transaction, not in it: a hash waits its turn among the hashing threads,
+    // and a transaction idle that long (DB_IDLE_IN_TRANSACTION_TIMEOUT on a busy machine) is
+    // ended by PostgreSQL, and start-up with it.
+    const passwordHash = await fastify.passwords.hash(password)
     const patient = knex({ ...startupKnexConfig(knexConfig(fastify.config, { logger: fastify.log })), pool: { min: 0, max: 1 } })
     try {
       return await patient.transaction(async trx => {
@@ -33,7 +37,7 @@ export default fp(async (fastify) => {
         const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
         const existing = await usersRepository.findCredentials(email, trx)
         const userId = existing?.id ??
-          (await usersRepository.create({ name: 'Administrator', email, passwordHash: await fastify.passwords.hash(password), roleIds: [] }, trx)).id
+          (await usersRepository.create({ name: 'Administrator', email, passwordHash, roleIds: [] }, trx)).id
         await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
         return existing === undefined
       })

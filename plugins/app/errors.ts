@@ -163,7 +163,7 @@ export default fp(async (fastify) => {
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'The database is unavailable; try again later')
     }
-    const referred = foreignKeyMessage(error)
+    const referred = foreignKeyMessage(error, request.method)
     if (referred !== undefined) {
       request.log.debug({ err: error }, 'a foreign key refused the change')
       return sendError(reply, 409, referred)

@@ -20,7 +20,7 @@ interface Service {
 
 const compose = parse(readFileSync('compose.yaml', 'utf8'), { merge: true }) as {
   services: Record<string, Service>
-  networks?: Record<string, { ipam?: { config: { subnet: string }[] } }>
+  networks?: Record<string, { ipam?: { config: { subnet: string, ip_range?: string }[] } }>
 }
 const { services } = compose
 
@@ -55,6 +55,10 @@ t.test('compose.yaml: the instances trust X-Forwarded-For from HAProxy\'s fixed 
   const [base, prefix] = subnet!.subnet.split('/')
   network.addSubnet(base!, Number(prefix))
   t.ok(network.check(haproxyAddress), `HAProxy's ${haproxyAddress} is in the project's network ${subnet!.subnet}`)
+  const handedOut = new BlockList()
+  const [rangeBase, rangePrefix] = (subnet!.ip_range ?? subnet!.subnet).split('/')
+  handedOut.addSubnet(rangeBase!, Number(rangePrefix))
+  t.notOk(handedOut.check(haproxyAddress), `HAProxy's ${haproxyAddress} is outside the range handed out to other containers`)
   for (const name of ['api-1', 'api-2']) {
     const environment = services[name]!.environment!
     t.same(loadConfig({ ...environment, JWT_SECRET: 'x'.repeat(32) }).trustProxy, [haproxyAddress], `${name}: TRUST_PROXY names HAProxy, and nothing else`)

@@ -90,11 +90,15 @@ t.test('TRUST_PROXY lists the proxies in front, by address or network, IPv4 or I
   t.same(loadConfig({ ...withDb, TRUST_PROXY: '10.0.0.5' }).trustProxy, ['10.0.0.5'], 'one address')
   t.same(loadConfig({ ...withDb, TRUST_PROXY: '10.0.0.5, 172.16.0.0/12 ,fd00::/8,::1,2001:db8::7/128' }).trustProxy,
     ['10.0.0.5', '172.16.0.0/12', 'fd00::/8', '::1', '2001:db8::7/128'], 'addresses and networks, trimmed')
+  t.same(loadConfig({ ...withDb, TRUST_PROXY: '10.0.0.0/8,::ffff:10.0.0.0/104,::ffff:10.0.0.1' }).trustProxy,
+    ['10.0.0.0/8', '::ffff:10.0.0.0/104', '::ffff:10.0.0.1'], 'a /8 at the widest, IPv4-mapped addresses counted as IPv4')
   t.same(loadConfig({ ...withDb, TRUST_PROXY: '' }).trustProxy, [], 'empty: none')
-  const anyone = /^TRUST_PROXY must name the proxies, not trust every sender \(".+"\): a client that reaches the service around them could choose its own address$/
+  const anyone = /^TRUST_PROXY must name the proxies, not trust every sender \(".+"; networks of a \/8 at the widest\): a client that reaches the service around them could choose its own address$/
   const list = /^TRUST_PROXY must be a comma-separated list of the proxies' IP addresses or networks \(10\.0\.0\.5, 10\.0\.0\.0\/8, fd00::\/8\), got ".*"$/
   const refused: [string, RegExp][] = [
     ['true', anyone], ['*', anyone], ['1', anyone], ['2', anyone], ['0.0.0.0/0', anyone], ['10.0.0.1, ::/0', anyone],
+    // Wider than a /8, or every IPv4 client as IPv4-mapped IPv6 addresses on a dual-stack listener.
+    ['0.0.0.0/1', anyone], ['10.0.0.0/7', anyone], ['::/8', anyone], ['::ffff:0:0/96', anyone], ['::ffff:128.0.0.0/97', anyone], ['::ffff:0:0/103', anyone],
     ['false', list], ['loopback', list], ['proxy.internal', list], ['10.0.0.256', list], ['10.0.0.0/33', list], ['fd00::/129', list],
     ['10.0.0.0/8/8', list], ['10.0.0.0/', list], ['10.0.0.0/x', list], ['10.0.0.1,,10.0.0.2', list], ['10.0.0.1,', list], ['-1', list]
   ]

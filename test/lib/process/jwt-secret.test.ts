@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, readlink, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import t, { type Test } from 'tap'
@@ -34,4 +34,21 @@ t.test('a DATA_DIR where the secret cannot be kept stops start-up', async t => {
   // A folder where the file should be: neither readable as a secret nor replaceable.
   await mkdir(path.join(dataDir, 'jwt-secret'))
   t.throws(() => withJwtSecret(loadConfig({ DATA_DIR: dataDir })), { code: 'EISDIR' })
+})
+
+t.test('a kept secret cut short stops start-up rather than sign with it', async t => {
+  const dataDir = await tempDir(t)
+  await writeFile(path.join(dataDir, 'jwt-secret'), 'short')
+  t.throws(() => withJwtSecret(loadConfig({ DATA_DIR: dataDir })), { name: 'ConfigError', message: /holds no JWT secret of 32 bytes or more/ })
+})
+
+t.test('a secret put in place meanwhile by another process is never replaced', async t => {
+  const dataDir = await tempDir(t)
+  // What a process that starts at the same moment leaves between this one's read and its write:
+  // a name already taken (here a link to a secret not yet written).
+  const file = path.join(dataDir, 'jwt-secret')
+  await symlink(path.join(dataDir, 'elsewhere'), file)
+  t.throws(() => withJwtSecret(loadConfig({ DATA_DIR: dataDir })), { code: 'ENOENT' }, 'the other one is read, not overwritten')
+  t.equal(await readlink(file), path.join(dataDir, 'elsewhere'), 'still in place')
+  t.same((await readdir(dataDir)).sort(), ['jwt-secret'], 'no draft left behind')
 })

@@ -198,7 +198,7 @@ t.test('a password change ends the user\'s other sessions; a user-edit holder\'s
   const two = await logIn(app, email)
   const password = { password: 'another good password', c_password: 'another good password' }
 
-  const changed = await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: password })
+  const changed = await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: { ...password, current_password: PASSWORD } })
   t.equal(changed.statusCode, 200)
   t.equal(await profile(app, admin.token), 200, 'the admin\'s own session stays')
 

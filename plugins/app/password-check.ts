@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -11,11 +12,17 @@ declare module 'fastify' {
     auditFailedLogin: (email: string, userId: number | null) => Promise<void>
     /**
      * Checks the caller's `current_password` as a login checks a password, and counts it with
-     * logins (429 past the limits): true when it matches; a wrong one is audited as a failed
-     * login and answered 401. Undefined when nobody waits for the answer any more (a client
-     * gone, or answered 503, before its hash's turn).
+     * logins (429 past the limits): the stored hash it matched, for `passwordUnchanged`; a
+     * wrong one is audited as a failed login and answered 401. Undefined when nobody waits for
+     * the answer any more (a client gone, or answered 503, before its hash's turn).
      */
-    checkCurrentPassword: (reply: FastifyReply, password: string) => Promise<true | undefined>
+    checkCurrentPassword: (reply: FastifyReply, password: string) => Promise<string | undefined>
+    /**
+     * In the write's transaction, before the write: locks the caller's row (FOR NO KEY UPDATE,
+     * the lock of every change of a user, taken before the user's sessions and keys) and answers
+     * 401 unless their password is still the one `checkCurrentPassword` matched.
+     */
+    passwordUnchanged: (reply: FastifyReply, trx: Knex, verified: string) => Promise<void>
   }
 }
 
@@ -45,6 +52,17 @@ export default fp(async (fastify) => {
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw fastify.httpErrors.unauthorized('The current password does not match')
     }
-    return true
+    return user!.password
+  })
+
+  // The check above runs before the write's transaction (a hash's turn can take a while): a
+  // password set meanwhile, by a recovery that ended the user's keys and sessions, must not let
+  // this write land after it. Not counted nor audited as a failed login: the caller did know
+  // the password of the moment (that attempt was counted), and nothing was guessed.
+  fastify.decorateRequest('passwordUnchanged', async function (this: FastifyRequest, reply: FastifyReply, trx: Knex, verified: string) {
+    if (await fastify.usersRepository.lockedPassword(this.user.id, trx) !== verified) {
+      reply.header('www-authenticate', 'Bearer realm="api"')
+      throw fastify.httpErrors.unauthorized('The password changed while this request was checked: send the current one')
+    }
   })
 }, { name: 'password-check', dependencies: ['sensible', 'knex', 'audit', 'request-timing', 'throttle', 'passwords', 'users-repository'] })

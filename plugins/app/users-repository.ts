@@ -119,6 +119,15 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
       return select(trx).where('u.id', id).first()
     },
 
+    /**
+     * The user's password hash, their row locked as `findLocked` locks it: the one a waited-for
+     * change committed, undefined for a user deleted meanwhile.
+     */
+    async lockedPassword (id: number, trx: Knex): Promise<string | undefined> {
+      const row: { password: string } | undefined = await live(trx).where('u.id', id).forNoKeyUpdate().first('u.password')
+      return row?.password
+    },
+
     /** What login needs of the user with this address, if there is one. */
     async findCredentials (email: string, trx: Knex = knex): Promise<Credentials | undefined> {
       return (await queries.credentials([emailKey(email)], trx)).rows[0]

@@ -52,12 +52,16 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     if (currentPassword === undefined && (email !== undefined || password !== undefined || confirmation !== undefined)) {
       throw new InvalidFields({ current_password: ['is needed to change the e-mail address or the password'] })
     }
+    const verified = currentPassword === undefined ? undefined : await request.checkCurrentPassword(reply, currentPassword)
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
-    if (currentPassword !== undefined && !await request.checkCurrentPassword(reply, currentPassword)) return
+    if (currentPassword !== undefined && verified === undefined) return
     const passwordHash = password === undefined && confirmation === undefined
       ? undefined
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
     await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      // A password checked is still the caller's once their row is locked (by this statement,
+      // before `findLocked` reads them): no recovery committed since the check.
+      if (verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
       const before = await usersRepository.findLocked(id, trx)
       /* c8 ignore next -- the caller deleted since the token's check */
       if (!before) throw fastify.httpErrors.unauthorized('The token is no longer valid')

@@ -130,7 +130,7 @@ t.test('a change whose audit entry cannot be written does not happen; a refused 
   t.equal(await app.knex('idempotency_keys').where('key', 'k1').first(), undefined, 'nor a key kept')
 
   const entries = await count(app)
-  const demote = await request(app, admin.token, 'PUT', `/api/users/${admin.id}`, { name: 'x', email: 'x@example.com', roles: [] })
+  const demote = await request(app, admin.token, 'PUT', `/api/users/${admin.id}`, { name: 'x', email: 'x@example.com', roles: [], current_password: PASSWORD })
   t.equal(demote.statusCode, 409, 'the last Admin cannot lose the role: the transaction rolls back')
   t.equal(await count(app), entries, 'and leaves no entry')
 })

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { build } from '../../helper.js'
+import { build, lockWaiters } from '../../helper.js'
 import { bearer, client, login, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 
 interface Made { success: true, data: { id: number, user_id: number, name: string, prefix: string, permissions: string[], expires_at: string | null, last_used_at: string | null }, secret: string, message: string }
@@ -231,6 +231,26 @@ t.test('making a key needs its maker\'s password: missing 400, wrong 401 counted
   t.equal(await app.knex('api_keys').count({ n: '*' }).first().then(row => Number(row!.n)), 1, 'one key made')
 })
 
+t.test('a key whose password check a recovery overtook is refused: the password checked must still be the user\'s in the write', async t => {
+  const app = await build(t)
+  const owner = await userWithRoles(app, ['User'])
+  // A recovery holds the user's row and sets a new password; the key's check reads the password
+  // it replaces, and must not insert a key the recovery never saw once it commits.
+  const recovery = await app.knex.transaction()
+  t.teardown(() => recovery.isCompleted() ? undefined : recovery.rollback())
+  await recovery('users').where({ id: owner.id }).forUpdate().select('id')
+  await recovery('users').where({ id: owner.id }).update({ password: await app.passwords.hash('set by a recovery') })
+  const made = app.inject({ method: 'POST', url: '/api/keys', headers: bearer(owner.token), payload: { name: 'k', permissions: ['client-list'], current_password: PASSWORD } })
+  t.ok(await lockWaiters(app, 1), 'the key\'s write waits on the user')
+  await recovery.commit()
+  const res = await made
+  t.equal(res.statusCode, 401)
+  t.match(res.json(), { success: false, statusCode: 401, message: /password changed/ })
+  t.match(res.headers['www-authenticate'], /^Bearer/)
+  t.equal(await app.knex('api_keys').count({ n: '*' }).first().then(row => Number(row!.n)), 0, 'no key made')
+  t.equal(await app.knex('audit_log').where('action', 'login-failed').count({ n: '*' }).first().then(row => Number(row!.n)), 0, 'not a failed login: the password sent was the user\'s when checked')
+})
+
 t.test('a password set by someone else revokes the user\'s keys; their own change and logging out everywhere keep them', async t => {
   const app = await build(t)
   const admin = await userWithRoles(app, ['Admin'])
@@ -260,7 +280,7 @@ t.test('a password set by someone else revokes the user\'s keys; their own chang
 
   // The administrator's own password, through the users routes: their own change, keys kept.
   const adminKey = await keyOf(admin.token)
-  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: { password: 'the admin\'s new one', c_password: 'the admin\'s new one' } })).statusCode, 200)
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: { password: 'the admin\'s new one', c_password: 'the admin\'s new one', current_password: PASSWORD } })).statusCode, 200)
   t.ok(await works(adminKey))
 })
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { build, within } from '../../helper.js'
+import { build, lockWaiters, within } from '../../helper.js'
 import { bearer, login, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 
 const NEW_PASSWORD = 'a brand new password'
@@ -80,7 +80,7 @@ t.test('a password change ends every token of the user; who changed their own ke
 
   await t.test('changing one\'s own password keeps the token used, on both instances, and ends the other token', async t => {
     t.equal((await other.inject({ url: '/api/profile', headers: bearer(self.token) })).statusCode, 200)
-    const own = await app.inject({ method: 'PATCH', url: `/api/users/${self.id}`, headers: bearer(self.token), payload: newPassword })
+    const own = await app.inject({ method: 'PATCH', url: `/api/users/${self.id}`, headers: bearer(self.token), payload: { ...newPassword, current_password: PASSWORD } })
     t.equal(own.statusCode, 200)
     t.equal((await app.inject({ url: '/api/profile', headers: bearer(self.token) })).statusCode, 200, 'the token used keeps working')
     t.ok(await within(2_000, async () => (await other.inject({ url: '/api/profile', headers: bearer(elsewhere) })).statusCode === 401), 'the user\'s other token ends, on every instance')
@@ -96,6 +96,48 @@ t.test('a password change ends every token of the user; who changed their own ke
     await app.inject({ url: '/api/logout?scope=all', headers: bearer(self.token) })
     t.equal((await app.inject({ url: '/api/profile', headers: bearer(self.token) })).statusCode, 401, 'logging out everywhere ends the kept token too')
   })
+})
+
+t.test('one\'s own address or password changes through /api/users only with one\'s current password, as through the profile', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const change = (payload: object, method: 'PATCH' | 'PUT' = 'PATCH') => app.inject({ method, url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload })
+  const newPassword = { password: NEW_PASSWORD, c_password: NEW_PASSWORD }
+
+  for (const [what, res] of [
+    ['a password', await change(newPassword)],
+    ['an address', await change({ email: 'taken.over@example.com' })],
+    ['an address, by PUT', await change({ name: 'Admin', email: 'taken.over@example.com', roles: ['Admin'] }, 'PUT')]
+  ] as const) {
+    t.equal(res.statusCode, 400, `${what} without it is 400`)
+    t.match(res.json(), { success: false, data: { current_password: [/is needed/] } })
+  }
+  t.equal((await change({ name: 'Renamed', email: admin.email, roles: ['Admin'] }, 'PUT')).statusCode, 200, 'a PUT keeping the address needs none')
+
+  const wrong = await change({ ...newPassword, current_password: 'not the password' })
+  t.equal(wrong.statusCode, 401)
+  t.match(wrong.json(), { success: false, statusCode: 401, message: 'The current password does not match' })
+  t.match(wrong.headers['www-authenticate'], /^Bearer/)
+  const failed = await app.knex('audit_log').where('action', 'login-failed').select('actor_id', 'resource', 'after')
+  t.match(failed, [{ actor_id: admin.id, resource: 'session', after: { email: admin.email, user_id: admin.id } }], 'audited as a failed login')
+  t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email: admin.email, password: NEW_PASSWORD } })).statusCode, 401, 'nothing changed')
+
+  t.equal((await change({ ...newPassword, current_password: PASSWORD })).statusCode, 200, 'the right one changes it')
+  t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email: admin.email, password: NEW_PASSWORD } })).statusCode, 200)
+  const moved = await change({ email: 'moved@example.com', current_password: NEW_PASSWORD })
+  t.equal(moved.statusCode, 200)
+  t.equal(moved.json().data.email, 'moved@example.com')
+
+  // A recovery that commits between the check and the change wins: the change is refused.
+  const recovery = await app.knex.transaction()
+  t.teardown(() => recovery.isCompleted() ? undefined : recovery.rollback())
+  await recovery('users').where({ id: admin.id }).forUpdate().select('id')
+  await recovery('users').where({ id: admin.id }).update({ password: await app.passwords.hash('set by a recovery') })
+  const overtaken = change({ email: 'taken.over@example.com', current_password: NEW_PASSWORD })
+  t.ok(await lockWaiters(app, 1), 'the change waits on the user')
+  await recovery.commit()
+  t.equal((await overtaken).statusCode, 401, 'a password replaced since its check is refused')
+  t.equal((await app.knex('users').where({ id: admin.id }).first('email')).email, 'moved@example.com', 'the address stays')
 })
 
 t.test('taking a permission from a role, or any change to a role holding one the caller lacks, is refused as granting it is', async t => {

@@ -89,6 +89,22 @@ t.test('a password change and a logout everywhere of the same user at once: both
   t.equal(await profile(app, token), 401, 'the logout everywhere ended the session the change kept')
 })
 
+t.test('a profile change whose password check a recovery overtook is refused, and changes nothing', async t => {
+  const app = await build(t)
+  const { id, email, token } = await userWithRoles(app, [])
+  const recovery = await app.knex.transaction()
+  t.teardown(() => recovery.isCompleted() ? undefined : recovery.rollback())
+  await recovery('users').where({ id }).forUpdate().select('id')
+  await recovery('users').where({ id }).update({ password: await app.passwords.hash('set by a recovery') })
+  const change = patch(app, token, { email: 'taken.over@example.com', current_password: PASSWORD })
+  t.ok(await lockWaiters(app, 1), 'the change waits on the user')
+  await recovery.commit()
+  const res = await change
+  t.equal(res.statusCode, 401)
+  t.match(res.json(), { success: false, statusCode: 401, message: /password changed/ })
+  t.equal((await app.knex('users').where({ id }).first('email')).email, email, 'the address stays')
+})
+
 t.test('bad bodies are 400 naming what is wrong', async t => {
   const app = await build(t)
   const { token } = await userWithRoles(app, [])

@@ -198,7 +198,7 @@ t.test('a password change ends the user\'s other sessions; a user-edit holder\'s
   const two = await logIn(app, email)
   const password = { password: 'another good password', c_password: 'another good password' }
 
-  const changed = await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: password })
+  const changed = await app.inject({ method: 'PATCH', url: `/api/users/${admin.id}`, headers: bearer(admin.token), payload: { ...password, current_password: PASSWORD } })
   t.equal(changed.statusCode, 200)
   t.equal(await profile(app, admin.token), 200, 'the admin\'s own session stays')
 
@@ -315,7 +315,7 @@ t.test('a token of an earlier release, with no session, holds until logged out; 
 
   const [used, other] = [legacy(), legacy()]
   const password = { password: 'another good password', c_password: 'another good password' }
-  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: bearer(used), payload: password })).statusCode, 200)
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: bearer(used), payload: { ...password, current_password: PASSWORD } })).statusCode, 200)
   t.equal(await profile(app, used), 200, 'the token the change was made with is kept')
   t.equal(await profile(app, other), 401, 'another of the same generation is not')
   t.equal((await app.inject({ url: '/api/logout?scope=all', headers: bearer(used) })).statusCode, 200)

@@ -36,9 +36,13 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     if (expiresAt !== undefined && !(Date.parse(expiresAt) > Date.now())) throw new InvalidFields({ expires_at: ['must be in the future'] })
     const lacking = permissions.filter(permission => !request.user.permissions.has(permission))
     if (lacking.length > 0) throw forbidden(`A key cannot hold permissions you lack: ${lacking.join(', ')}`)
+    const verified = await request.checkCurrentPassword(reply, currentPassword)
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
-    if (!await request.checkCurrentPassword(reply, currentPassword)) return
+    if (verified === undefined) return
     const { record, secret } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+      // The user's row first, as every write of a user's sessions and keys: a recovery that
+      // committed since the check (and revoked the user's keys) is seen, not outlived.
+      await request.passwordUnchanged(reply, trx, verified)
       const made = await apiKeysRepository.create(request.user.id, { name, permissions, expiresAt }, trx)
       await request.audit(trx, { action: 'create', resource: 'key', id: made.record.id, after: made.record })
       return made

@@ -64,7 +64,7 @@ export const keySchemas = {
     ...auth,
     operationId: 'keys.destroy',
     summary: 'Revoke an API key',
-    description: 'The key is refused from the next request on, on every instance. Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404. Takes no `If-Match` (the header is ignored, and `REQUIRE_IF_MATCH` does not apply): no read gives a key a tag, and revoking one loses no one\'s change. An administrator\'s change of the owner\'s password (and `npm run reset-password`) revokes every key of the owner.',
+    description: 'The key is refused from the next request on (within a second on other instances). Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404. Takes no `If-Match` (the header is ignored, and `REQUIRE_IF_MATCH` does not apply): no read gives a key a tag, and revoking one loses no one\'s change. A password set by someone else, a `user-edit` holder\'s change of the owner\'s password (or `npm run reset-password`), revokes every key of the owner.',
     params: IdParams,
     response: { 200: Envelope(Type.Ref(ApiKey), { description: 'The revoked key' }), ...errorResponses(400, 401, 403, 404) }
   }

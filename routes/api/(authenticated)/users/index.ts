@@ -62,6 +62,13 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     }
   }
 
+  /**
+   * The caller's own address or password changes as the profile's do, with their password: an
+   * access token alone (an administrator's stolen one) cannot take its own account over, nor
+   * keep its keys through it (a caller's own password change leaves their keys).
+   */
+  const currentPasswordNeeded = () => new InvalidFields({ current_password: ['is needed to change your own e-mail address or password'] })
+
   /** Refuses to leave no user holding Admin. */
   async function keepAnAdmin (trx: Knex) {
     if (await usersRepository.countAdmins(trx) === 0) throw conflict('The last user holding Admin cannot be deleted or lose it')
@@ -103,15 +110,23 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         const { id } = request.params
         notByOwnKey(request, id)
         const tags = request.ifMatch()
-        const { name, email, password, c_password: confirmation, roles } = request.body
-        const passwordHash = password === undefined && confirmation === undefined
-          ? undefined
-          : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
+        const { name, email, password, c_password: confirmation, roles, current_password: currentPassword } = request.body
+        const own = request.user.id === id
+        const newPassword = password !== undefined || confirmation !== undefined
+        if (own && newPassword && currentPassword === undefined) throw currentPasswordNeeded()
+        const verified = currentPassword === undefined ? undefined : await request.checkCurrentPassword(reply, currentPassword)
+        /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
+        if (currentPassword !== undefined && verified === undefined) return
+        const passwordHash = newPassword ? await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation)) : undefined
         const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
           await rolesRepository.lockAdmin(trx)
+          // The caller's own row, locked by this statement before `findLocked` reads it: the
+          // password checked is still theirs (no recovery committed since the check).
+          if (own && verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
           const current = await usersRepository.findLocked(id, trx)
           if (!current) throw userNotFound(id)
           request.checkIfMatch(tags, userTag(current))
+          if (own && verified === undefined && email !== undefined && email !== current.email) throw currentPasswordNeeded()
           await mayActOn(id, request.user.permissions, 'edit', trx)
           const currentRoles = current.roles.map(role => role.name)
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)

@@ -3,6 +3,14 @@ import { listQuerySchema } from '../../../../lib/http/list-query.js'
 import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 import { User, userFields, userListFields } from '../../../../schemas/users.js'
 
+const currentPassword = Type.Optional(Type.String({
+  minLength: 1,
+  maxLength: 128,
+  writeOnly: true,
+  description: 'The caller\'s own password as it is: needed when the caller changes their own e-mail address or password (as `PATCH /api/profile` needs it); ' +
+    'checked whenever sent: a wrong one is 401, counted with logins and audited as a failed login'
+}))
+
 const roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
   uniqueItems: true, maxItems: 100, description: 'The names of the user\'s roles', example: ['User']
 })
@@ -18,11 +26,12 @@ const UserReplacement = Type.Object({
   email: userFields.email,
   password: Type.Optional(userFields.password),
   c_password: Type.Optional(userFields.c_password),
-  roles
+  roles,
+  current_password: currentPassword
 }, { additionalProperties: false })
 
 const UserChanges = AtLeastOneOf(Type.Object({
-  name: userFields.name, email: userFields.email, password: userFields.password, c_password: userFields.c_password, roles
+  name: userFields.name, email: userFields.email, password: userFields.password, c_password: userFields.c_password, roles, current_password: currentPassword
 }))
 
 export type UserChanges = Static<typeof UserChanges>
@@ -66,6 +75,7 @@ export const userSchemas = {
     operationId: method === 'PUT' ? 'users.update' : 'users.patch',
     summary: method === 'PUT' ? 'Replace a user' : 'Change some fields of a user',
     description: 'The password changes only when given (with c_password): it ends every session of the user (but the caller\'s own), and, set for someone else, revokes every API key of theirs. ' +
+      'The caller\'s own e-mail address or password changes only with their `current_password` (400 without it, 401 wrong), as the profile\'s. ' +
       'Nobody can grant a role holding a permission they lack (403); the last holder of Admin cannot lose it (409). An API key cannot change the user it belongs to (403).',
     params: IdParams,
     body: method === 'PUT' ? UserReplacement : UserChanges,

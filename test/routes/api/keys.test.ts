@@ -298,4 +298,11 @@ t.test('expires_at: a timestamp as the lists take one, or 400 naming it', async 
     t.equal(res.statusCode, 201, expiresAt)
     t.equal(res.json().data.expires_at, stored, expiresAt)
   }
+  // Year 9999 west of UTC is year 10000 in UTC: refused, not stored to break every list of keys.
+  const beyond = await make('9999-12-31T23:59:59-15:59')
+  t.equal(beyond.statusCode, 400, 'past the last instant of year 9999 in UTC')
+  t.same(beyond.json().data, { expires_at: ['must be before 10000-01-01T00:00:00Z'] })
+  t.equal((await make('9999-12-31T23:59:59Z')).statusCode, 201, 'its last second is taken')
+  const listed = await app.inject({ url: '/api/keys', headers: bearer(owner.token) })
+  t.equal(listed.statusCode, 200, 'every key made is listed')
 })

@@ -3,6 +3,9 @@ import type { FastifyRequest } from 'fastify'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { keySchemas, keySharedSchemas, keysTag } from './schema.js'
 
+/** The first instant a timestamp of a four-digit year cannot show, in UTC. */
+const LAST_INSTANT = Date.UTC(10000, 0, 1)
+
 /** `/api/keys`: API keys, made and managed with an access token (plugins/app/api-keys-repository.ts). */
 const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: keysTag, schemas: keySharedSchemas })
@@ -34,6 +37,9 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/', { schema: keySchemas.store }, async (request, reply) => {
     const { name, permissions, expires_at: expiresAt, current_password: currentPassword } = request.body
     if (expiresAt !== undefined && !(Date.parse(expiresAt) > Date.now())) throw new InvalidFields({ expires_at: ['must be in the future'] })
+    // A time of year 9999 with a western offset is in year 10000 in UTC, which PostgreSQL keeps
+    // but no ISO 8601 timestamp of four digits can show: the key could never be listed.
+    if (expiresAt !== undefined && Date.parse(expiresAt) >= LAST_INSTANT) throw new InvalidFields({ expires_at: ['must be before 10000-01-01T00:00:00Z'] })
     const lacking = permissions.filter(permission => !request.user.permissions.has(permission))
     if (lacking.length > 0) throw forbidden(`A key cannot hold permissions you lack: ${lacking.join(', ')}`)
     const verified = await request.checkCurrentPassword(reply, currentPassword)

@@ -121,8 +121,7 @@ export class EmbeddedPostgres {
     const restart = async () => {
       if (await this.postmasterAlive()) return
       log.error({ pgdata: this.pgdata }, 'the embedded PostgreSQL stopped under the service: starting it again')
-      for (let attempt = 0; ; attempt++) {
-        if (stopped) return
+      for (let attempt = 0; !stopped; attempt++) {
         try {
           await this.start({ initialise: false })
           log.info({ pgdata: this.pgdata }, 'the embedded PostgreSQL is running again')

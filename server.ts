@@ -61,6 +61,9 @@ async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefin
   async function shutdown (signal: string) {
     if (closing) return
     closing = true
+    // First of all: a PostgreSQL stopped from now on (a supervisor stopping the whole service,
+    // or embedded.stop() below) is not started again.
+    const watchStopped = stopWatching?.()
     const { shutdownDelay, shutdownGrace } = config.timeouts
     fastify.shuttingDown = true
     fastify.log.info({ signal, shutdownDelay }, 'shutting down: /health/ready answers 503; serving on for SHUTDOWN_DELAY')
@@ -72,7 +75,7 @@ async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefin
     }, shutdownGrace).unref()
     await drainConnections(fastify.server)
     await fastify.close()
-    stopWatching?.()
+    await watchStopped
     await embedded?.stop()
     process.exit(0)
   }
@@ -92,8 +95,8 @@ async function serve (config: LoadedConfig, embedded: EmbeddedPostgres | undefin
     }
   } catch (error) {
     fastify.log.fatal({ err: error }, 'could not start')
+    await stopWatching?.()
     await fastify.close()
-    stopWatching?.()
     await embedded?.stop()
     process.exit(1)
   }

@@ -8,6 +8,12 @@ import { socketPath } from './socket-path.js'
 
 const run = promisify(execFile)
 
+/**
+ * The pauses between starts of an embedded PostgreSQL found stopped under the service: six
+ * tries over about 15 seconds, before the process gives up.
+ */
+const RESTART_DELAYS_MS = [500, 1_000, 2_000, 4_000, 8_000]
+
 interface Binaries { initdb: string, pg_ctl: string }
 /** What EmbeddedPostgres.keepRunning logs with (pino's methods). */
 interface WatchLog {
@@ -37,12 +43,16 @@ export class EmbeddedPostgres {
     return { host: this.socketDir, port: 5432, database: 'postgres', user: 'postgres', password: '' }
   }
 
-  /** Initialises the cluster on first use and starts it unless it is running already; true when it started it. */
-  async start (): Promise<boolean> {
+  /**
+   * Initialises the cluster on first use (unless `initialise` is false: then a missing cluster
+   * is an error) and starts it unless it is running already; true when it started it.
+   */
+  async start ({ initialise = true } = {}): Promise<boolean> {
     const bin = await binaries()
     const owner = await serverOwner()
     await makeOwnedDir(this.socketDir, owner)
     if (!await exists(path.join(this.pgdata, 'PG_VERSION'))) {
+      if (!initialise) throw new Error(`The embedded PostgreSQL's cluster in ${this.pgdata} is gone: not creating an empty one under a running service`)
       await makeOwnedDir(this.pgdata, owner)
       await run('test', ['-x', this.pgdata], owner).catch(unreachable(this.pgdata))
       await run(bin.initdb, [
@@ -94,34 +104,51 @@ export class EmbeddedPostgres {
   /**
    * Starts the server again whenever it is found stopped under the service (killed, crashed,
    * stopped by hand), checking every `intervalMs`: PostgreSQL recovers from its log, and the
-   * service's pools reconnect. After `attempts` failed starts in a row, `giveUp` is called (the
-   * process exits, for its supervisor to restart it). Returns what stops the watch.
+   * service's pools reconnect. Only the cluster that was there is started: one deleted is not
+   * created again empty. A start that fails is tried again after each delay of RESTART_DELAYS_MS
+   * (a crash's orphaned backends may hold its shared memory for a while); after the last,
+   * `giveUp` is called (the process exits, for its supervisor to restart it). Returns what stops
+   * the watch, which resolves once a check under way has ended: no start follows it.
    */
-  keepRunning (log: WatchLog, giveUp: (error: unknown) => void, { intervalMs = 1_000, attempts = 3 } = {}): () => void {
-    let failures = 0
-    let checking = false
-    const check = async () => {
-      if (checking) return
-      checking = true
-      try {
-        if (await this.postmasterAlive()) return
-        log.error({ pgdata: this.pgdata }, 'the embedded PostgreSQL stopped under the service: starting it again')
-        await this.start()
-        failures = 0
-        log.info({ pgdata: this.pgdata }, 'the embedded PostgreSQL is running again')
-      } catch (error) {
-        if (++failures >= attempts) {
-          clearInterval(timer)
-          giveUp(error)
-        } else {
-          log.error({ err: error }, 'the embedded PostgreSQL did not start; trying again')
+  keepRunning (log: WatchLog, giveUp: (error: unknown) => void, { intervalMs = 1_000 } = {}): () => Promise<void> {
+    let stopped = false
+    let checking: Promise<void> | undefined
+    let wake = () => {}
+    const pause = (ms: number) => new Promise<void>(resolve => {
+      const timer = setTimeout(resolve, ms)
+      wake = () => { clearTimeout(timer); resolve() }
+    })
+    const restart = async () => {
+      if (await this.postmasterAlive()) return
+      log.error({ pgdata: this.pgdata }, 'the embedded PostgreSQL stopped under the service: starting it again')
+      for (let attempt = 0; !stopped; attempt++) {
+        try {
+          await this.start({ initialise: false })
+          log.info({ pgdata: this.pgdata }, 'the embedded PostgreSQL is running again')
+          return
+        } catch (error) {
+          const delay = RESTART_DELAYS_MS[attempt]
+          if (delay === undefined) {
+            stopped = true
+            clearInterval(timer)
+            giveUp(error)
+            return
+          }
+          log.error({ err: error, retryInMs: delay }, 'the embedded PostgreSQL did not start; trying again')
+          await pause(delay)
         }
-      } finally {
-        checking = false
       }
     }
-    const timer = setInterval(() => { void check() }, intervalMs).unref()
-    return () => clearInterval(timer)
+    const timer = setInterval(() => {
+      if (checking) return
+      checking = restart().finally(() => { checking = undefined })
+    }, intervalMs).unref()
+    return async () => {
+      stopped = true
+      clearInterval(timer)
+      wake()
+      await checking
+    }
   }
 
   /** Whether the postmaster that postmaster.pid names is alive. */

@@ -33,8 +33,10 @@ export class ServiceClient extends pg.Client {
   override connect (callback: ConnectCallback): void
   override connect (callback?: ConnectCallback): Promise<pg.Client> | void {
     if (callback === undefined) return super.connect().catch((error: unknown) => { throw markConnectionFailure(error) })
-    // pg calls back with the error alone, null when connected.
-    super.connect((error: Error) => { (callback as (error: Error) => void)(markConnectionFailure(error)) })
+    // pg calls back with the error alone when it failed, and with null and the client when connected.
+    super.connect((error: Error | null, client?: pg.Client) => {
+      (callback as (error: Error | null, client?: pg.Client) => void)(markConnectionFailure(error), client)
+    })
   }
 }
 

@@ -114,17 +114,23 @@ class Execution<Row> implements pg.Submittable {
     this.text = statement.text
   }
 
-  submit (pgConnection: pg.Connection) {
+  /** Sends the statement's messages; returns, for the client to report, why it cannot run. */
+  submit (pgConnection: pg.Connection): Error | undefined {
     const connection = pgConnection as Connection
     const { name, text } = this
+    const held = name === UNNAMED ? undefined : connection.parsedStatements[name] ?? connection.submittedNamedStatements[name]
+    // The connection would run the text it holds under that name: refused, as pg's own queries
+    // refuse it, whichever way the statement was made (lib/db/prepared-query.ts's `prepare`
+    // refuses it earlier, when a query is declared).
+    if (held !== undefined && held !== text) {
+      return new Error(`The prepared statement name ${name} is taken by another query (${held}): give each query a name of its own`)
+    }
     // The messages go out in one write.
     connection.stream.cork()
     try {
-      if (name === UNNAMED) {
+      if (held === undefined) {
         connection.parse({ name, text, types: [] }, false)
-      } else if (connection.parsedStatements[name] === undefined && connection.submittedNamedStatements[name] === undefined) {
-        connection.parse({ name, text, types: [] }, false)
-        connection.submittedNamedStatements[name] = text
+        if (name !== UNNAMED) connection.submittedNamedStatements[name] = text
       }
       connection.bind({ statement: name, values: this.values }, false)
       if (this.statement.toRow === undefined) connection.describe({ type: 'P', name: '' }, false)
@@ -133,6 +139,7 @@ class Execution<Row> implements pg.Submittable {
     } finally {
       connection.stream.uncork()
     }
+    return undefined
   }
 
   handleRowDescription (message: RowDescription) {

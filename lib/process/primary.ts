@@ -90,6 +90,8 @@ export async function runPrimary (config: LoadedConfig, graceMs: number): Promis
   async function stop (reason: string) {
     if (stopping) return
     stopping = true
+    // First of all, as in server.ts: a PostgreSQL stopped from now on is not started again.
+    const watchStopped = stopWatching?.()
     log.info({ reason }, 'shutting down: the workers finish their in-flight requests')
     for (const restart of restarts) clearTimeout(restart)
     setTimeout(() => {
@@ -100,7 +102,7 @@ export async function runPrimary (config: LoadedConfig, graceMs: number): Promis
     for (const worker of workers) worker.process.kill('SIGTERM')
     if (workers.size > 0) await exited
     if (metrics) await closeMetrics(metrics)
-    stopWatching?.()
+    await watchStopped
     await embedded?.stop()
     process.exit(failed ? 1 : 0)
   }

@@ -3,7 +3,7 @@ import { createRequire } from 'node:module'
 import t, { type Test } from 'tap'
 import knex from 'knex'
 import pg from 'pg'
-import { prepare, type Database } from '../../../lib/db/prepared-query.js'
+import { prepare, runOnPool, type Database } from '../../../lib/db/prepared-query.js'
 import { Statement } from '../../../lib/db/statement-query.js'
 import { createDatabase } from '../../helper.js'
 
@@ -59,6 +59,11 @@ t.test('a name declared again with other SQL is refused at once; with the same S
     /The prepared statement name items.pick is taken by another query/)
   const again = prepare<[id: number], { name: string }>(db, 'items.pick', id => knex('items').select('name').where({ id }))
   t.same((await again([2])).rows, [{ name: 'b' }], 'the same text again is the same statement')
+  // A statement made directly, not through prepare(), is refused too, on the connection that
+  // holds the name: it does not run the other text.
+  await t.rejects(runOnPool(db.pool, new Statement('items.pick', 'select id as name from items where id > $1'), [0]),
+    /The prepared statement name items.pick is taken by another query/)
+  t.same((await first([2])).rows, [{ name: 'b' }], 'and the connection serves on')
   const other = await database(t)
   const elsewhere = prepare<[id: number], { id: number }>(other, 'items.pick', id => other.knex('items').select('id').where('id', '>', id))
   t.same((await elsewhere([0])).rows, [], 'another pool has names of its own')

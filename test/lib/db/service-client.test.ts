@@ -54,6 +54,11 @@ t.test('a connect that fails, and a pool that lends no connection in time, are t
   t.ok(databaseUnavailable(refused), 'refused, as a promise')
   const calledBack = await new Promise<Error | null>(resolve => new ServiceClient(nobody).connect(resolve))
   t.ok(databaseUnavailable(calledBack), 'refused, called back')
+  const connecting = new ServiceClient(await createDatabase(t))
+  const connected = await new Promise<unknown[]>(resolve => connecting.connect((...args: unknown[]) => resolve(args)))
+  t.teardown(() => connecting.end())
+  t.equal(connected[0], null, 'connected, called back with no error')
+  t.equal(connected[1], connecting, 'and with the client, as pg does')
 
   const pool = new ServicePool({ ...await createDatabase(t), max: 1, connectionTimeoutMillis: 100, Client: ServiceClient })
   t.teardown(() => pool.end())

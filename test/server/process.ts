@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
+import { readFile } from 'node:fs/promises'
 import http from 'node:http'
 import net from 'node:net'
 import readline from 'node:readline'
@@ -60,6 +61,12 @@ export function embeddedEnv (dataDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir }
   delete env.DB_HOST
   return env
+}
+
+/** Kills the embedded PostgreSQL's postmaster outright, as a crash or the OOM killer would. */
+export async function killPostmaster (dataDir: string): Promise<void> {
+  const pid = Number((await readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0])
+  process.kill(pid, 'SIGKILL')
 }
 
 export async function databaseEnv (t: Test): Promise<NodeJS.ProcessEnv> {

@@ -1,26 +1,73 @@
 import { execFile } from 'node:child_process'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { databaseEnv, startServer } from './server/process.js'
+import { databaseEnv, embeddedEnv, freePort, startServer } from './server/process.js'
 
 const run = promisify(execFile)
 
-t.test('a client generated from openapi.json type-checks and runs a whole scenario against the server', async t => {
+const steps = (...names: string[]) => names.map(name => `ok - ${name}`)
+const registered = steps('register', 'login', 'refresh', 'list sessions', 'end the other session', 'its token is refused', 'profile')
+const granted = steps('log in as the administrator', 'the administrator gives the user the User role', 'the administrator logs out')
+const rest = steps(
+  'create a client', 'a retry of the create gets the same client', 'list clients',
+  'make an API key', 'the key reads clients', 'and may not delete one', 'revoke the key', 'the revoked key is refused',
+  'update a client with PATCH and If-Match', 'a stale If-Match gets 412 and the current tag', 'delete a client', 'the deleted client is gone', 'logout',
+  'the token no longer works', 'create a student (v1)', 'read it through /students',
+  'rename it (v1 PUT)', 'change its age (PATCH /students)',
+  'a filtered, sorted list finds it', 'and counts it', 'delete it', 'it is gone from v1 too'
+)
+
+/** Runs the scenario as its header says, with only the given administrator's settings. */
+async function scenario (url: string, admin: { ADMIN_EMAIL?: string, ADMIN_PASSWORD?: string } = {}) {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...admin }
+  if (!admin.ADMIN_PASSWORD) delete env.ADMIN_PASSWORD
+  return run('npx', ['tsx', 'examples/client/scenario.ts', url], { env })
+    .then(({ stdout, stderr }) => ({ code: 0, steps: stdout.trim().split('\n'), stderr }),
+      (error: { code: number, stdout: string, stderr: string }) => ({ code: error.code, steps: error.stdout.trim().split('\n'), stderr: error.stderr }))
+}
+
+t.test('a client generated from openapi.json type-checks and runs a whole scenario against a server with REGISTER_ROLES=User', async t => {
   await run('npx', ['openapi-typescript', 'openapi.json', '-o', 'examples/client/api.d.ts'])
   // Generated and type-checked: either step that fails rejects, and fails the test.
   await run('npx', ['tsc', '-p', 'examples/client/tsconfig.json'])
 
   const server = await startServer({ ...await databaseEnv(t), REGISTER_ROLES: 'User' })
   t.teardown(() => server.kill())
-  const { stdout } = await run('npx', ['tsx', 'examples/client/scenario.ts', server.url])
-  const steps = stdout.trim().split('\n')
-  t.same(steps, [
-    'ok - register', 'ok - login', 'ok - refresh', 'ok - list sessions', 'ok - end the other session', 'ok - profile', 'ok - create a client',
-    'ok - a retry of the create gets the same client', 'ok - list clients',
-    'ok - make an API key', 'ok - the key reads clients, and may not delete one', 'ok - revoke the key',
-    'ok - update a client with PATCH and If-Match', 'ok - a stale If-Match gets 412 and the current tag', 'ok - delete a client', 'ok - the deleted client is gone', 'ok - logout',
-    'ok - the token no longer works', 'ok - create a student (v1)', 'ok - read it through /students',
-    'ok - rename it (v1 PUT)', 'ok - change its age (PATCH /students)',
-    'ok - a filtered, sorted list finds it', 'ok - and counts it', 'ok - delete it', 'ok - it is gone from v1 too'
-  ])
+  const { code, steps } = await scenario(server.url)
+  t.equal(code, 0)
+  t.same(steps, [...registered, ...rest], 'the registered user holds the User role: no administrator needed')
+})
+
+t.test('against the quick start (npm start, defaults): the administrator it logged gives the user the User role', async t => {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'client-quick-start-'))
+  await chmod(dataDir, 0o755)
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const server = await startServer(embeddedEnv(dataDir))
+  t.teardown(() => server.kill())
+  const password = server.logs.find(entry => entry.msg === 'created the administrator: this password is shown once only')?.password as string
+
+  const unset = await scenario(server.url)
+  t.equal(unset.code, 1, 'without the administrator\'s password, it stops')
+  t.same(unset.steps, registered, 'where the user would need a role')
+  t.match(unset.stderr, /^not ok - the user may manage clients: HTTP 200 \{"success":true,"data":\{.*"roles":\[\],"permissions":\[\].*\}\}\nThe user holds no role: set ADMIN_PASSWORD .* or start the service with REGISTER_ROLES=User\.\n$/,
+    'saying so: the step, the answer that shows it, and both ways out')
+
+  const wrong = await scenario(server.url, { ADMIN_PASSWORD: 'not the administrator\'s password' })
+  t.equal(wrong.code, 1)
+  t.match(wrong.stderr, /^not ok - log in as the administrator: HTTP 401 \{"success":false,"statusCode":401,"error":"Unauthorized","message":"[^"]+"\}\n$/,
+    'a failed step prints its name, the status and the body')
+
+  const right = await scenario(server.url, { ADMIN_PASSWORD: password })
+  t.equal(right.code, 0)
+  t.same(right.steps, [...registered, ...granted, ...rest], 'the whole scenario, with the administrator\'s step')
+})
+
+t.test('without a service to answer, the scenario says so', async t => {
+  const { code, steps, stderr } = await scenario(`http://127.0.0.1:${await freePort()}`)
+  t.equal(code, 1)
+  t.same(steps, [''], 'no step passed')
+  t.match(stderr, /^not ok - no answer from http:\/\/127\.0\.0\.1:\d+ \(connect ECONNREFUSED [^)]+\): is the service running \(npm start\)\?\n$/)
 })

@@ -1,100 +1,149 @@
-// A typed client of the service, generated from openapi.json (see the README), run through
-// a whole scenario: `tsx examples/client/scenario.ts http://127.0.0.1:3000`.
+// A typed client of the service, generated from openapi.json (see the README), run through a
+// whole scenario against the quick start (`npm start`, with its defaults):
+//
+//   ADMIN_PASSWORD='<the password npm start logged>' npx tsx examples/client/scenario.ts
+//
+// The user it registers holds no role, so the administrator the quick start made gives them the
+// User role (ADMIN_EMAIL, by default admin@example.com, and ADMIN_PASSWORD: the first start logs
+// it once; `npm run reset-password -- admin@example.com` makes a new one). A service started with
+// REGISTER_ROLES=User gives that role at register: then no password is needed. Another address
+// than http://127.0.0.1:3000 is the first argument. For the types:
+// `npx openapi-typescript openapi.json -o examples/client/api.d.ts && npx tsc -p examples/client`.
 import createClient from 'openapi-fetch'
 import type { paths } from './api.js'
 
 const baseUrl = process.argv[2] ?? 'http://127.0.0.1:3000'
-const api = createClient<paths>({ baseUrl })
+const api = createClient<paths>({
+  baseUrl,
+  fetch: request => fetch(request).catch((error: Error & { cause?: Error }) => {
+    console.error(`not ok - no answer from ${baseUrl} (${error.cause?.message ?? error.message}): is the service running (npm start)?`)
+    return process.exit(1)
+  })
+})
 
-function check (condition: unknown, message: string): asserts condition {
-  if (!condition) throw new Error(message)
-  console.log(`ok - ${message}`)
+/** An answer of openapi-fetch: its body is in `data` (2xx) or in `error`. */
+interface Answer { response: Response, data?: unknown, error?: unknown }
+
+/** The scenario stops, saying which step failed and what the service answered (and what to do). */
+function fail (step: string, answer: Answer, hint?: string): never {
+  const body = answer.error ?? answer.data
+  console.error(`not ok - ${step}: HTTP ${answer.response.status} ${body === undefined ? '(no body)' : JSON.stringify(body)}`)
+  if (hint) console.error(hint)
+  return process.exit(1)
 }
+
+/** A step passed, or the scenario stops. */
+function check (condition: unknown, step: string, answer: Answer): asserts condition {
+  if (!condition) fail(step, answer)
+  console.log(`ok - ${step}`)
+}
+
+const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
 
 // Authentication: register, log in, use the token.
 const email = `client-${Date.now()}@example.com`
 const password = 'a password for the typed client'
 const registered = await api.POST('/api/register', { body: { name: 'Typed Client', email, password, c_password: password } })
-check(registered.response.status === 201 && registered.data?.success, 'register')
+check(registered.response.status === 201 && registered.data?.success, 'register', registered)
 const login = await api.POST('/api/login', { body: { email, password } })
-check(login.data?.data, 'login')
+check(login.data?.data, 'login', login)
 
 // Sessions: the refresh token gets the next pair; the register's session is listed beside this
 // one, and ended.
 const refreshed = await api.POST('/api/token/refresh', { body: { refresh_token: login.data.refresh_token } })
-check(refreshed.data?.token_type === 'Bearer' && refreshed.data.refresh_token !== login.data.refresh_token, 'refresh')
-const auth = { headers: { authorization: `Bearer ${refreshed.data.data}` } }
+check(refreshed.data?.token_type === 'Bearer' && refreshed.data.refresh_token !== login.data.refresh_token, 'refresh', refreshed)
+const auth = bearer(refreshed.data.data)
 const sessions = await api.GET('/api/sessions', auth)
 const registerSession = sessions.data?.data.find(session => !session.current)
-check(sessions.data?.data.length === 2 && registerSession, 'list sessions')
+check(sessions.data?.data.length === 2 && registerSession, 'list sessions', sessions)
 const ended = await api.DELETE('/api/sessions/{id}', { ...auth, params: { path: { id: registerSession.id } } })
-const registerToken = { headers: { authorization: `Bearer ${registered.data.data}` } }
-check(ended.data?.data.id === registerSession.id && (await api.GET('/api/profile', registerToken)).response.status === 401, 'end the other session')
+check(ended.data?.data.id === registerSession.id, 'end the other session', ended)
+const endedToken = await api.GET('/api/profile', bearer(registered.data.data))
+check(endedToken.response.status === 401, 'its token is refused', endedToken)
 
 const profile = await api.GET('/api/profile', auth)
-check(profile.data?.data.email === email, 'profile')
+check(profile.data?.data.email === email, 'profile', profile)
 
-// Clients: the registered user holds the User role (REGISTER_ROLES=User). A create sent with
-// an Idempotency-Key is safe to retry: the retry gets the first answer, and writes nothing.
+// Clients need the User role's permissions. A service started with REGISTER_ROLES=User gave
+// them at register; otherwise (the quick start) the administrator gives the user that role.
+if (!profile.data.data.permissions.includes('client-create')) {
+  const adminPassword = process.env.ADMIN_PASSWORD
+  if (!adminPassword) {
+    fail('the user may manage clients', profile, 'The user holds no role: set ADMIN_PASSWORD to the administrator\'s password (npm start ' +
+      'logs it at its first start; npm run reset-password -- admin@example.com makes a new one), or start the service with REGISTER_ROLES=User.')
+  }
+  const admin = await api.POST('/api/login', { body: { email: process.env.ADMIN_EMAIL ?? 'admin@example.com', password: adminPassword } })
+  check(admin.data?.data, 'log in as the administrator', admin)
+  const granted = await api.PATCH('/api/users/{id}', { ...bearer(admin.data.data), params: { path: { id: profile.data.data.id } }, body: { roles: ['User'] } })
+  check(granted.data?.data.roles.some(role => role.name === 'User'), 'the administrator gives the user the User role', granted)
+  const adminOut = await api.GET('/api/logout', bearer(admin.data.data))
+  check(adminOut.response.status === 200, 'the administrator logs out', adminOut)
+}
+
+// A create sent with an Idempotency-Key is safe to retry: the retry gets the first answer, and
+// writes nothing.
 const createClientOnce = () => api.POST('/api/clients', {
   ...auth,
   params: { header: { 'idempotency-key': `acme-${email}` } },
   body: { name: 'Acme', vat_number: '1234567890', street: 'Prosta 1', city: 'Warszawa', post_code: '00-850', email: 'office@acme.example' }
 })
 const created = await createClientOnce()
-check(created.response.status === 201 && created.data, 'create a client')
+check(created.response.status === 201 && created.data, 'create a client', created)
 const id = created.data.data.id
 const retried = await createClientOnce()
-check(retried.response.headers.get('idempotent-replayed') === 'true' && retried.data?.data.id === id, 'a retry of the create gets the same client')
+check(retried.response.headers.get('idempotent-replayed') === 'true' && retried.data?.data.id === id, 'a retry of the create gets the same client', retried)
 const list = await api.GET('/api/clients', { ...auth, params: { query: { limit: 10 } } })
-check(list.data?.data.some(client => client.id === id), 'list clients')
+check(list.data?.data.some(client => client.id === id), 'list clients', list)
 
 // API keys: a key for a machine client that only lists clients; shown once, used, revoked.
 const made = await api.POST('/api/keys', { ...auth, body: { name: 'nightly export', permissions: ['client-list'], current_password: password } })
 const key = made.data
-check(made.response.status === 201 && key !== undefined && key.secret.startsWith('sk_'), 'make an API key')
-const byKey = { headers: { authorization: `Bearer ${key.secret}` } }
-const listedByKey = await api.GET('/api/clients/{id}', { ...byKey, params: { path: { id } } })
+check(made.response.status === 201 && key !== undefined && key.secret.startsWith('sk_'), 'make an API key', made)
+const byKey = bearer(key.secret)
+const readByKey = await api.GET('/api/clients/{id}', { ...byKey, params: { path: { id } } })
+check(readByKey.data?.data.id === id, 'the key reads clients', readByKey)
 const refusedByKey = await api.DELETE('/api/clients/{id}', { ...byKey, params: { path: { id } } })
-check(listedByKey.data?.data.id === id && refusedByKey.response.status === 403, 'the key reads clients, and may not delete one')
+check(refusedByKey.response.status === 403, 'and may not delete one', refusedByKey)
 const revoked = await api.DELETE('/api/keys/{id}', { ...auth, params: { path: { id: key.data.id } } })
-check(revoked.data?.data.id === key.data.id && (await api.GET('/api/clients', byKey)).response.status === 401, 'revoke the key')
+check(revoked.data?.data.id === key.data.id, 'revoke the key', revoked)
+const revokedKey = await api.GET('/api/clients', byKey)
+check(revokedKey.response.status === 401, 'the revoked key is refused', revokedKey)
 // An update with If-Match: it writes only over the version it was read at.
 const etag = created.response.headers.get('etag')!
 const patched = await api.PATCH('/api/clients/{id}', { ...auth, params: { path: { id }, header: { 'if-match': etag } }, body: { city: 'Kraków' } })
-check(patched.data?.data.city === 'Kraków', 'update a client with PATCH and If-Match')
+check(patched.data?.data.city === 'Kraków', 'update a client with PATCH and If-Match', patched)
 const stale = await api.PATCH('/api/clients/{id}', { ...auth, params: { path: { id }, header: { 'if-match': etag } }, body: { city: 'Gdańsk' } })
-check(stale.response.status === 412 && stale.response.headers.get('etag') === patched.response.headers.get('etag'), 'a stale If-Match gets 412 and the current tag')
+check(stale.response.status === 412 && stale.response.headers.get('etag') === patched.response.headers.get('etag'), 'a stale If-Match gets 412 and the current tag', stale)
 const deleted = await api.DELETE('/api/clients/{id}', { ...auth, params: { path: { id } } })
-check(deleted.data?.data.id === id, 'delete a client')
+check(deleted.data?.data.id === id, 'delete a client', deleted)
 const gone = await api.GET('/api/clients/{id}', { ...auth, params: { path: { id } } })
-check(gone.response.status === 404 && gone.error?.message === `Client ${id} not found`, 'the deleted client is gone')
+check(gone.response.status === 404 && gone.error?.message === `Client ${id} not found`, 'the deleted client is gone', gone)
 
 const out = await api.GET('/api/logout', auth)
-check(out.response.status === 200, 'logout')
+check(out.response.status === 200, 'logout', out)
 const after = await api.GET('/api/profile', auth)
-check(after.response.status === 401 && after.error?.success === false, 'the token no longer works')
+check(after.response.status === 401 && after.error?.success === false, 'the token no longer works', after)
 
 // Students, through both variants.
 const student = await api.POST('/api/v1/students', {
   body: { name: 'Ada', email: `ada-${Date.now()}@example.com`, age: 36, dob: '1815-12-10' }
 })
-check(student.response.status === 201 && student.data, 'create a student (v1)')
+check(student.response.status === 201 && student.data, 'create a student (v1)', student)
 const sid = student.data.id
 const read = await api.GET('/students/{id}', { params: { path: { id: sid } } })
-check(read.data?.dob === '1815-12-10', 'read it through /students')
+check(read.data?.dob === '1815-12-10', 'read it through /students', read)
 const renamed = await api.PUT('/api/v1/students/{id}', { params: { path: { id: sid } }, body: { name: 'Ada King' } })
-check(renamed.data?.name === 'Ada King', 'rename it (v1 PUT)')
+check(renamed.data?.name === 'Ada King', 'rename it (v1 PUT)', renamed)
 const changed = await api.PATCH('/students/{id}', { params: { path: { id: sid } }, body: { age: 37 } })
-check(changed.data?.age === 37, 'change its age (PATCH /students)')
+check(changed.data?.age === 37, 'change its age (PATCH /students)', changed)
 // A filtered, sorted, counted list: the filters typed per field and operator, sent as
 // `age[gte]=36&name[starts_with]=ada&sort=-dob&sort=name&count=exact`.
 const filtered = await api.GET('/students', {
   params: { query: { age: { gte: 36, lte: 40 }, name: { starts_with: 'ada' }, id: { in: String(sid) }, sort: ['-dob', 'name'], count: 'exact', limit: 10 } }
 })
-check(filtered.data?.length === 1 && filtered.data[0]!.id === sid, 'a filtered, sorted list finds it')
-check(filtered.response.headers.get('x-total-count') === '1', 'and counts it')
+check(filtered.data?.length === 1 && filtered.data[0]!.id === sid, 'a filtered, sorted list finds it', filtered)
+check(filtered.response.headers.get('x-total-count') === '1', 'and counts it', filtered)
 const removed = await api.DELETE('/students/{id}', { params: { path: { id: sid } } })
-check(removed.response.status === 204, 'delete it')
+check(removed.response.status === 204, 'delete it', removed)
 const missing = await api.GET('/api/v1/students/{id}', { params: { path: { id: sid } } })
-check(missing.response.status === 404, 'it is gone from v1 too')
+check(missing.response.status === 404, 'it is gone from v1 too', missing)

@@ -29,7 +29,7 @@ export const ApiKey = Type.Object({
 export const NewApiKey = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'What the key is for', example: 'nightly export' }),
   permissions: PermissionNames,
-  expires_at: Type.Optional(timestampInput({ description: 'When the key stops working, in the future (an offset within ±15:59); without it, never', example: '2027-06-30T00:00:00Z' })),
+  expires_at: Type.Optional(timestampInput({ description: 'When the key stops working, in the future (an offset within ±15:59); without it, never', example: '2036-06-30T00:00:00Z' })),
   current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The maker\'s password as it is: an access token alone makes no key' })
 }, { $id: 'NewApiKey', additionalProperties: false })
 

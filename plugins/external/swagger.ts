@@ -131,5 +131,13 @@ export default fp(async (fastify) => {
     transformObject: document => withTraceContext(withRequestIds(withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags })))
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
-  await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })
+  await fastify.register(swaggerUi, {
+    routePrefix: '/documentation',
+    staticCSP: true,
+    // Less swagger-ui's `upgrade-insecure-requests`: served over plain HTTP by any name but
+    // localhost (a container's), the browser fetched the page's scripts over HTTPS, found none,
+    // and showed a blank page. Over HTTPS it changes nothing: every asset is the page's own.
+    transformStaticCSP: (policy: string) => policy.replace(/\s*upgrade-insecure-requests;?/, ''),
+    theme: { title: TITLE }
+  })
 }, { name: 'swagger', dependencies: ['schemas'] })

@@ -12,7 +12,7 @@ const HOST = 'docs.test'
 // CI installs it: there, a missing browser fails the test (it cannot start) rather than skip it.
 const skip = !existsSync(CHROMIUM) && !process.env.CI && `${CHROMIUM} is missing (apt-get install chromium): the documentation page is not tried in a browser`
 
-t.test('the documentation page renders in a browser reached over plain HTTP by a host name, its tags in the document's order', { skip }, async t => {
+t.test('the documentation page renders in a browser reached over plain HTTP by a host name, its tags in the order users meet them', { skip }, async t => {
   const app = await build(t)
   await app.listen({ host: '127.0.0.1', port: 0 })
   const { port } = app.server.address() as AddressInfo
@@ -36,4 +36,5 @@ t.test('the documentation page renders in a browser reached over plain HTTP by a
   const document = (await app.inject({ url: '/documentation/json' })).json() as { tags: { name: string }[] }
   const shown = rendered ? await page.locator('.opblock-tag-section h3[data-tag]').evaluateAll(tags => tags.map(tag => tag.getAttribute('data-tag'))) : []
   t.same(shown, document.tags.map(tag => tag.name), 'the page shows the tags in the document\'s order')
+  t.same(shown.slice(0, 3), ['students (v1)', 'students', 'auth'], 'the students first, then logging in')
 })

@@ -6,6 +6,8 @@ import swaggerUi from '@fastify/swagger-ui'
 import { packageInfo } from '../../lib/process/package-info.js'
 
 export const TITLE = 'Student records API'
+/** The documentation page's address; the document is at its `/json` and `/yaml`. */
+export const DOCUMENTATION_PATH = '/documentation'
 
 export interface OpenApiTag { name: string, description: string }
 
@@ -142,7 +144,7 @@ export default fp(async (fastify) => {
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, {
-    routePrefix: '/documentation',
+    routePrefix: DOCUMENTATION_PATH,
     staticCSP: true,
     // Less swagger-ui's `upgrade-insecure-requests`: served over plain HTTP by any name but
     // localhost (a container's), the browser fetched the page's scripts over HTTPS, found none,

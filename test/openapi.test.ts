@@ -49,6 +49,12 @@ t.test('every route is in the document, named, described, with its responses', a
   t.notOk('Error' in committed.components.schemas, 'no component named Error')
 })
 
+t.test('the tags in the order a newcomer meets them: the students, then logging in, then the rest', async t => {
+  const tags = (committed.tags as { name: string }[]).map(tag => tag.name)
+  t.same(tags.slice(0, 3), ['students (v1)', 'students', 'auth'])
+  t.ok(tags.indexOf('clients') > tags.indexOf('auth'), 'the resources behind logging in after it')
+})
+
 t.test('no optional parameter is required: only path parameters are', async t => {
   interface Parameter { in: string, name: string, required?: boolean, schema: { default?: unknown } }
   // A shared parameter (X-Request-Id) is a reference to the document's components.

@@ -6,6 +6,8 @@ import swaggerUi from '@fastify/swagger-ui'
 import { packageInfo } from '../../lib/process/package-info.js'
 
 export const TITLE = 'Student records API'
+/** The documentation page's address; the document is at its `/json` and `/yaml`. */
+export const DOCUMENTATION_PATH = '/documentation'
 
 export interface OpenApiTag { name: string, description: string }
 
@@ -13,6 +15,12 @@ export interface OpenApiTag { name: string, description: string }
 export interface ResourceDeclaration {
   /** The tag its operations carry, with its description. */
   tag?: OpenApiTag
+  /**
+   * Where its tag stands in the document, and so on the documentation page: the lowest first,
+   * as a newcomer meets them (the students, then logging in); tags without one follow, in the
+   * order their folders load.
+   */
+  order?: number
   /** The schemas its routes reference by $id: components of the document. */
   schemas?: TSchema[]
 }
@@ -102,9 +110,9 @@ function withQueryStyles<T extends OpenApiDocument> (document: T): T {
  * whose assets are served from the package itself (no CDN).
  */
 export default fp(async (fastify) => {
-  const tags: OpenApiTag[] = []
-  fastify.decorate('declareResource', function (this: FastifyInstance, { tag, schemas = [] }: ResourceDeclaration) {
-    if (tag) tags.push(tag)
+  const declared: { tag: OpenApiTag, order: number }[] = []
+  fastify.decorate('declareResource', function (this: FastifyInstance, { tag, order = Number.MAX_SAFE_INTEGER, schemas = [] }: ResourceDeclaration) {
+    if (tag) declared.push({ tag, order })
     for (const schema of schemas) this.addSchema(schema)
   })
 
@@ -127,9 +135,21 @@ export default fp(async (fastify) => {
     },
     // Shared schemas become components named by their $id (every one has one), not def-0, def-1, ...
     refResolver: { buildLocalReference: json => String(json.$id) },
-    // The tags the route folders declared, in the order they were declared.
-    transformObject: document => withTraceContext(withRequestIds(withQueryStyles({ ...(document as { openapiObject: OpenApiDocument }).openapiObject, tags })))
+    // The tags the route folders declared, by their order, else in the order they were declared
+    // (a stable sort); swagger-ui shows them so, as no `tagsSorter` is given.
+    transformObject: document => withTraceContext(withRequestIds(withQueryStyles({
+      ...(document as { openapiObject: OpenApiDocument }).openapiObject,
+      tags: declared.toSorted((a, b) => a.order - b.order).map(({ tag }) => tag)
+    })))
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
-  await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })
+  await fastify.register(swaggerUi, {
+    routePrefix: DOCUMENTATION_PATH,
+    staticCSP: true,
+    // Less swagger-ui's `upgrade-insecure-requests`: served over plain HTTP by any name but
+    // localhost (a container's), the browser fetched the page's scripts over HTTPS, found none,
+    // and showed a blank page. Over HTTPS it changes nothing: every asset is the page's own.
+    transformStaticCSP: (policy: string) => policy.replace(/\s*upgrade-insecure-requests;?/, ''),
+    theme: { title: TITLE }
+  })
 }, { name: 'swagger', dependencies: ['schemas'] })

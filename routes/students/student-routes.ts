@@ -10,6 +10,8 @@ export interface Variant {
   /** Prefix of the operation ids: `v1.students` or `students`. */
   namespace: string
   tag: OpenApiTag
+  /** Where its tag stands on the documentation page (ResourceDeclaration's `order`). */
+  order: number
   update: UpdateMode
   /** Whether PATCH is offered beside PUT. */
   patch: boolean
@@ -18,7 +20,7 @@ export interface Variant {
 /** The five student operations; both variants serve the same table. */
 export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
   return async (fastify) => {
-    fastify.declareResource({ tag: variant.tag, schemas: studentSharedSchemas })
+    fastify.declareResource({ tag: variant.tag, order: variant.order, schemas: studentSharedSchemas })
     const students = studentsRepository(fastify.database, message => fastify.httpErrors.conflict(message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)

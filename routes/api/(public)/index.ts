@@ -25,7 +25,8 @@ const REFUSED = {
 
 /** `/api/login`, `/api/register` and `/api/token/refresh`: the routes of /api open to callers without a token. */
 const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.declareResource({ tag: authTag })
+  // Met right after the students: logging in opens the rest.
+  fastify.declareResource({ tag: authTag, order: 3 })
   const { usersRepository, rolesRepository, sessionsRepository } = fastify
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
   // The audit entry of a session a refresh token spent again ended: whoever presented it is unknown.

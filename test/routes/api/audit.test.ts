@@ -256,7 +256,9 @@ t.test('GET /api/audit: audit-list only, newest first, filtered, paged by cursor
   t.equal((await auditLog(app, admin.token, '&at[gt]=2999-01-01T00:00:00Z')).length, 0)
   t.equal((await request(app, admin.token, 'GET', '/api/audit?action[contains]=x')).statusCode, 400, 'no text search on actions')
   t.equal((await request(app, admin.token, 'GET', '/api/audit?at[gt]=yesterday')).statusCode, 400)
-  t.equal((await request(app, admin.token, 'POST', '/api/audit', {})).statusCode, 404, 'nothing writes it')
+  const write = await request(app, admin.token, 'POST', '/api/audit', {})
+  t.equal(write.statusCode, 405, 'nothing writes it')
+  t.equal(write.headers.allow, 'GET, HEAD')
 })
 
 t.test('a key\'s changes name the key; the log is append-only but for the retention sweep', async t => {

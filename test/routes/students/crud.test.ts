@@ -125,7 +125,8 @@ t.test('variant A: PUT changes the name only', async t => {
   t.ok(res.json().updated_at > before, 'updated_at moves on')
 
   const patch = await app.inject({ method: 'PATCH', url: `/api/v1/students/${id}`, payload: { name: 'X' } })
-  t.equal(patch.statusCode, 404, 'variant A has no PATCH')
+  t.equal(patch.statusCode, 405, 'variant A has no PATCH')
+  t.equal(patch.headers.allow, 'GET, HEAD, PUT, DELETE')
 })
 
 t.test('variant B: PUT and PATCH change any non-empty subset of the fields', async t => {

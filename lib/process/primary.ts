@@ -8,6 +8,7 @@ import { EmbeddedPostgres } from '../db/embedded-postgres.js'
 import { withJwtSecret } from './jwt-secret.js'
 import { forTerminal, logProcessWarnings } from './logging.js'
 import { boundAddress, closeMetrics, serveMetrics } from './metrics-server.js'
+import type { StopSignals } from './stop-signals.js'
 
 /** Wait before replacing a worker that died, so that one failing at once does not spin. */
 const RESTART_DELAY_MS = 1_000
@@ -17,8 +18,11 @@ const RESTART_DELAY_MS = 1_000
  * given), forks the workers, replaces any that dies, and on SIGTERM or SIGINT lets every
  * worker finish its requests in flight before it stops the database and exits. It serves the
  * metrics listener (METRICS_PORT): the workers' metrics, summed (plugins/app/metrics.ts).
+ * `graceMs`: how long the workers have to stop (SHUTDOWN_DELAY and SHUTDOWN_GRACE, and time to
+ * exit); a worker past it is killed, and the primary exits 1. A signal during the primary's own
+ * start-up stops it once it has started.
  */
-export async function runPrimary (config: LoadedConfig, graceMs: number): Promise<void> {
+export async function runPrimary (config: LoadedConfig, graceMs: number, stopSignals: StopSignals): Promise<void> {
   const log = pino(forTerminal({ level: config.logLevel, base: { pid: process.pid, role: 'primary' } }))
   logProcessWarnings(log)
   // First, as it is the quickest to fail (a port taken).
@@ -74,7 +78,11 @@ export async function runPrimary (config: LoadedConfig, graceMs: number): Promis
   cluster.on('exit', (worker, code, signal) => {
     workers.delete(worker)
     if (stopping) {
-      if (code !== 0) failed = true
+      // A worker still loading when told to stop ends by the signal itself, having served nothing.
+      if (code !== 0 && signal !== 'SIGTERM') {
+        log.error({ worker: worker.process.pid, code, signal }, 'a worker did not stop cleanly')
+        failed = true
+      }
       if (workers.size === 0) allExited()
     } else if (!started) {
       log.fatal({ code }, 'a worker could not start')
@@ -92,8 +100,10 @@ export async function runPrimary (config: LoadedConfig, graceMs: number): Promis
     stopping = true
     // First of all, as in server.ts: a PostgreSQL stopped from now on is not started again.
     const watchStopped = stopWatching?.()
-    log.info({ reason }, 'shutting down: the workers finish their in-flight requests')
+    // A worker still starting stops too: it ends its start-up (lib/process/serve.ts).
+    log.info({ reason, workers: workers.size, cancelledRestarts: restarts.size }, 'shutting down: the workers finish their in-flight requests')
     for (const restart of restarts) clearTimeout(restart)
+    restarts.clear()
     setTimeout(() => {
       log.error('the workers did not stop in time')
       for (const worker of workers) worker.process.kill('SIGKILL')
@@ -106,7 +116,7 @@ export async function runPrimary (config: LoadedConfig, graceMs: number): Promis
     await embedded?.stop()
     process.exit(failed ? 1 : 0)
   }
-  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => { void stop(signal) })
-
   for (let i = 0; i < config.workers; i++) fork()
+  // After the forks: a signal that came during the primary's own start-up stops these at once.
+  stopSignals.onStop(signal => { void stop(signal) })
 }

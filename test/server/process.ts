@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import http from 'node:http'
 import net from 'node:net'
 import readline from 'node:readline'
@@ -116,4 +116,48 @@ export async function startBalancer (t: Test, instances: [string, string]): Prom
     if (await fetch(`${url}/health/ready`).then(res => res.ok, () => false)) return url
   }
   return null
+}
+
+/** The pids of a process's children (a primary's workers), from /proc. */
+export async function childPids (pid: number): Promise<number[]> {
+  const children: number[] = []
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = await readFile(`/proc/${entry}/stat`, 'utf8').catch(() => '')
+    // "pid (name) state ppid …", where the name may hold spaces and parentheses.
+    if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry))
+  }
+  return children
+}
+
+/**
+ * A TCP relay to a server of the tests' PostgreSQL, closed when the test ends. Once told to
+ * `hold`, it takes every new connection and never answers, as a database that has stopped
+ * answering does; `held` counts those.
+ */
+export async function databaseRelay (t: Test, env: NodeJS.ProcessEnv, { holding = false } = {}) {
+  const sockets = new Set<net.Socket>()
+  let held = 0
+  const server = net.createServer(client => {
+    sockets.add(client)
+    client.on('close', () => sockets.delete(client))
+    client.on('error', () => {})
+    if (holding) { held++; return }
+    const upstream = net.connect(Number(env.DB_PORT), env.DB_HOST)
+    sockets.add(upstream)
+    upstream.on('close', () => { sockets.delete(upstream); client.destroy() })
+    upstream.on('error', () => {})
+    client.on('close', () => upstream.destroy())
+    client.pipe(upstream).pipe(client)
+  }).listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  return {
+    env: { ...env, DB_HOST: '127.0.0.1', DB_PORT: String((server.address() as net.AddressInfo).port) },
+    hold: () => { holding = true },
+    held: () => held
+  }
 }

@@ -1,8 +1,9 @@
 // npm run bench: the production server (dist/) against two bare ceilings (node:http with pg,
 // and node:http with postgres.js) and an Express + pg peer, on one fresh database, over real HTTP on 127.0.0.1. Prints a table and
-// writes bench/results/latest.json and latest.svg. BENCH_DURATION, BENCH_REPEAT and
+// writes latest.json and latest.svg to bench/results/local/ (git-ignored), or to BENCH_OUT:
+// BENCH_OUT=bench/results replaces the committed ones. BENCH_DURATION, BENCH_REPEAT and
 // BENCH_WARMUP (seconds, runs, seconds) shorten it; BENCH_ONLY (parts of a scenario's name, split by |,
-// as `login`) measures the scenarios it names only; BENCH_OUT writes elsewhere.
+// as `login`) measures the scenarios it names only.
 import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { once } from 'node:events'
@@ -19,7 +20,7 @@ const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2)
 const CONNECTIONS = 50
-const OUT = path.resolve(process.env.BENCH_OUT ?? 'bench/results')
+const OUT = path.resolve(process.env.BENCH_OUT ?? 'bench/results/local')
 const STUDENTS = 10_000
 const CLIENTS = 1_000
 /** Students past STUDENTS, which only the conditional requests' scenarios read and write, their tags known. */

@@ -76,6 +76,8 @@ export interface Timeouts {
   shutdownGrace: number
   /** Opening a database connection. */
   dbConnect: number
+  /** At start-up, trying again to connect while the database does not answer yet (0: not at all). */
+  dbStartupWait: number
   /** Waiting for a free connection of the pool; past it, 503 with Retry-After. */
   dbAcquire: number
   /** One SQL statement (PostgreSQL's statement_timeout). */
@@ -403,6 +405,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       shutdownDelay: milliseconds(env, 'SHUTDOWN_DELAY', 0, { zero: true }),
       shutdownGrace: milliseconds(env, 'SHUTDOWN_GRACE', 10_000),
       dbConnect: milliseconds(env, 'DB_CONNECT_TIMEOUT', 2_000),
+      dbStartupWait: milliseconds(env, 'DB_STARTUP_WAIT', 60_000, { zero: true }),
       dbAcquire: milliseconds(env, 'DB_ACQUIRE_TIMEOUT', 2_000),
       dbStatement: milliseconds(env, 'DB_STATEMENT_TIMEOUT', 10_000),
       dbIdleInTransaction: milliseconds(env, 'DB_IDLE_IN_TRANSACTION_TIMEOUT', 10_000),

@@ -4,6 +4,7 @@ import pg from 'pg'
 import { knexConfig, throughPooler } from '../../lib/db/knex-config.js'
 import { migrateToLatest, pendingMigrations } from '../../lib/db/migrate.js'
 import { PooledClient } from '../../lib/db/pooled-client.js'
+import { waitForDatabase } from '../../lib/db/wait-for-database.js'
 import { ServiceClient, ServicePool } from '../../lib/db/service-client.js'
 import type { Database } from '../../lib/db/prepared-query.js'
 
@@ -43,8 +44,12 @@ export default fp(async (fastify) => {
   fastify.decorate('pgPool', pool)
   fastify.decorate('database', { knex: db, pool })
   fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
+  // A database started alongside (compose, a pod beside it) may not answer yet: start-up waits
+  // for it, up to DB_STARTUP_WAIT, rather than exit and leave it to a restart policy.
+  const direct = knexConfig(fastify.config, { direct: true, logger: fastify.log })
+  await waitForDatabase(direct.connection as pg.ClientConfig, fastify.config.timeouts.dbStartupWait, fastify.log)
   if (fastify.config.migrate) {
-    await migrateToLatest(knexConfig(fastify.config, { direct: true, logger: fastify.log }))
+    await migrateToLatest(direct)
     return
   }
   // MIGRATE=false: a deploy step has migrated (npm run migrate), or has not yet, and then the

@@ -1,7 +1,8 @@
 // The image the Dockerfile builds, run with podman (.ci/container builds it and runs this file
 // with CONTAINER_IMAGE set; without it, these tests are skipped): on the test PostgreSQL and on
 // its embedded one, as the unprivileged user with a read-only root filesystem, shut down under
-// load, and as compose.yaml runs it (a migration step, two instances, HAProxy in front).
+// load, the npm commands of a checkout run in a container, and as compose.yaml runs it (a
+// migration step, two instances, HAProxy in front).
 import { execFile, spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { promisify } from 'node:util'
@@ -123,6 +124,25 @@ t.test('without DB_HOST, on the embedded PostgreSQL in the /data volume: data an
   t.same(await (await fetch(`${second.url}/students/${student.id}`)).json(), student, 'the student is still there')
   const profile = await fetch(`${second.url}/api/profile`, { headers: { authorization: `Bearer ${login.data}` } })
   t.equal(profile.status, 200, 'a token of the first container holds: the JWT secret generated in /data was kept')
+})
+
+t.test('the first administrator\'s password missed in the log: npm run reset-password in the running container, as in a checkout, gives one that logs in; npm run migrate runs too', { skip }, async t => {
+  const volume = `student-records-test-${randomUUID()}`
+  await podman('volume', 'create', volume)
+  t.teardown(() => podman('volume', 'rm', '--force', volume))
+  const container = await runImage(t, {}, ['--volume', `${volume}:/data`])
+  const logged = (await podman('logs', container.id)).split('\n').map(line => { try { return JSON.parse(line) as { msg?: string, password?: string } } catch { return {} } })
+  const first = logged.find(entry => entry.msg === 'created the administrator: this password is shown once only')?.password
+  t.ok(first, 'the first password is in the log, once')
+  const login = (password: string) => fetch(`${container.url}/api/login`, json({ email: 'admin@example.com', password }))
+
+  const reset = await podman('exec', container.id, 'npm', 'run', 'reset-password', '--', 'admin@example.com')
+  const password = /^The new password of admin@example\.com: (\S+)$/m.exec(reset)?.[1]
+  t.ok(password, `a new password, printed: ${reset}`)
+  t.equal((await login(password!)).status, 200, 'it logs in')
+  t.equal((await login(first!)).status, 401, 'the first one no longer does')
+
+  t.match(await podman('exec', container.id, 'npm', 'run', 'migrate'), /^The database is at the latest schema already$/m, 'npm run migrate, on dist/ as it is')
 })
 
 t.test('as compose.yaml runs it: a migration step, two instances that do not migrate, HAProxy with deploy/haproxy.cfg in front', { skip }, async t => {

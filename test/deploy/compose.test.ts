@@ -48,6 +48,17 @@ t.test('compose.yaml: PostgreSQL, a migration step, two instances after it, HAPr
   t.same(haproxy.depends_on, { 'api-1': { condition: 'service_healthy' }, 'api-2': { condition: 'service_healthy' } }, 'after the instances\' health checks pass')
 })
 
+t.test('compose.yaml: every image pulled is named in full, registry and all (podman refuses a short name to pull); the one built here is not pulled', async t => {
+  for (const [name, service] of Object.entries(services)) {
+    if (service.build !== undefined) {
+      t.equal(service.image, 'student-records-api', `${name}: the image built from the Dockerfile`)
+      continue
+    }
+    t.match(service.image, /^docker\.io\/library\/[a-z0-9-]+:[\w.-]+$/, `${name}: ${service.image}, with its registry, path and tag`)
+  }
+  t.same(Object.entries(services).filter(([, service]) => service.build === undefined).map(([name]) => name).sort(), ['haproxy', 'postgres'], 'the two pulled')
+})
+
 t.test('compose.yaml: the instances trust X-Forwarded-For from HAProxy\'s fixed address only, and HAProxy sends it', async t => {
   const [subnet] = compose.networks!.default!.ipam!.config
   const haproxyAddress = services.haproxy!.networks!.default!.ipv4_address!

@@ -90,6 +90,14 @@ t.test('deploy/kubernetes renders objects that Kubernetes\' schemas accept, and 
     const [api] = pod.containers
     const settings = config!.data!
 
+    await t.test('the images, as rendered: named in full, registry first (the manifests\' short name is kustomize\'s, which kustomization.yaml replaces)', async t => {
+      for (const object of [deployment!, job!]) {
+        for (const container of (object.spec.template.spec as PodSpec).containers) {
+          t.match(container.image, /^[a-z0-9-]+(\.[a-z0-9-]+)+(:\d+)?\/[a-z0-9/._-]+:[\w.-]+$/, `${object.kind} ${container.name}: ${container.image}`)
+        }
+      }
+    })
+
     await t.test('probes: readiness on /health/ready, liveness and start-up on /health/live, on the API\'s port', async t => {
       t.same(api!.ports, [{ name: 'http', containerPort: 3000 }, { name: 'metrics', containerPort: 9464 }])
       t.equal(api!.readinessProbe!.httpGet.path, '/health/ready')

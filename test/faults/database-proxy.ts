@@ -22,7 +22,8 @@ export interface DatabaseProxy {
   close: () => Promise<void>
 }
 
-export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<DatabaseProxy> {
+/** `port`: the one to listen on (a service may have been told it before the proxy is there); else any free one. */
+export async function databaseProxy (t: Test, db: DatabaseConfig, { port = 0 } = {}): Promise<DatabaseProxy> {
   // A host starting with / is the folder of PostgreSQL's Unix socket.
   const target = db.host.startsWith('/') ? { path: `${db.host}/.s.PGSQL.${db.port}` } : { host: db.host, port: db.port }
   const sockets = new Set<net.Socket>()
@@ -49,7 +50,7 @@ export async function databaseProxy (t: Test, db: DatabaseConfig): Promise<Datab
     client.on('close', () => upstream.destroy())
     upstream.on('close', () => client.destroy())
   })
-  await new Promise<void>(resolve => server.listen(0, '127.0.0.1', resolve))
+  await new Promise<void>(resolve => server.listen(port, '127.0.0.1', resolve))
   t.teardown(() => {
     for (const socket of sockets) socket.destroy()
     return new Promise<void>(resolve => server.close(() => resolve()))

@@ -1,8 +1,10 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
+import { once } from 'node:events'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { buildApp, createDatabase, testConfig, TEST_JWT_SECRET } from '../helper.js'
-import { databaseEnv, startServer } from '../server/process.js'
+import { buildApp, createDatabase, testConfig, TEST_JWT_SECRET, within } from '../helper.js'
+import { databaseProxy } from '../faults/database-proxy.js'
+import { databaseEnv, freePort, startServer } from '../server/process.js'
 
 const run = promisify(execFile)
 
@@ -25,4 +27,22 @@ t.test('MIGRATE=false over real HTTP: the process exits 1 instead of serving', a
   const env = { ...await databaseEnv(t), MIGRATE: 'false' }
   const failed = await startServer(env).catch((error: Error) => error)
   t.match(failed, { message: 'server exited with 1' })
+})
+
+t.test('npm run migrate, started beside a database that answers seconds later (compose\'s migrate step): it waits, saying so, then migrates', async t => {
+  const db = await createDatabase(t)
+  const port = await freePort()
+  const env = { ...process.env, JWT_SECRET: TEST_JWT_SECRET, DB_HOST: '127.0.0.1', DB_PORT: String(port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password }
+  const migrate = spawn(process.execPath, [...process.execArgv, 'scripts/migrate.ts'], { env })
+  t.teardown(() => migrate.kill('SIGKILL'))
+  let [stdout, stderr] = ['', '']
+  migrate.stdout.on('data', chunk => { stdout += chunk })
+  migrate.stderr.on('data', chunk => { stderr += chunk })
+  const exited = once(migrate, 'exit')
+  const waiting = () => stderr.match(/^the database does not answer yet \(connect ECONNREFUSED 127\.0\.0\.1:\d+\); trying again in \d+ ms, for up to DB_STARTUP_WAIT \(60000 ms\) in all$/gm) ?? []
+  t.ok(await within(60_000, () => waiting().length >= 2), 'refused, and tried again')
+  // PostgreSQL answers on that port from now on.
+  await databaseProxy(t, db, { port })
+  t.same(await exited, [0, null], 'it migrated and exited 0')
+  t.match(stdout, /^Migrated: 20261122000000_create_students, /)
 })

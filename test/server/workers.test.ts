@@ -41,7 +41,8 @@ t.test('WORKERS=2: two processes on one port; a worker that dies is replaced; SI
 })
 
 t.test('WORKERS=2 where the workers cannot start: the primary exits 1', async t => {
-  const env = { ...await databaseEnv(t), WORKERS: '2', DB_PORT: '1' }
+  // No waiting for a database that does not answer: the workers fail at once.
+  const env = { ...await databaseEnv(t), WORKERS: '2', DB_PORT: '1', DB_STARTUP_WAIT: '0' }
   const server = startServer(env)
   await t.rejects(server, /server exited with 1/)
 })

@@ -29,12 +29,13 @@ COPY routes routes
 COPY schemas schemas
 COPY scripts scripts
 # The image has no TypeScript: its package.json runs the commands that compile first
-# (`npm run migrate`, `reset-password`, `knex`) on dist/ as it is, and `npm start` without
+# (`npm run migrate`, `reset-password`, `seed`, `knex`) on dist/ as it is, and `npm start` without
 # building, so that they work in a container as they do in a checkout.
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund \
  && npm pkg delete scripts.prestart \
  && npm pkg set 'scripts.migrate=node dist/scripts/migrate.js' \
       'scripts.reset-password=node dist/scripts/reset-password.js' \
+      'scripts.seed=node dist/scripts/seed.js' \
       'scripts.knex=knex --knexfile dist/knexfile.js'
 
 FROM node:22-bookworm-slim

@@ -132,4 +132,4 @@ export default fp(async (fastify) => {
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, { routePrefix: '/documentation', staticCSP: true, theme: { title: TITLE } })
-}, { name: 'swagger', dependencies: ['schemas'] })
+}, { name: 'swagger', dependencies: ['schemas', 'compress'] })

@@ -15,6 +15,11 @@ export default fp(async (fastify) => {
   await fastify.register(compress, {
     encodings: ['br', 'gzip', 'deflate'],
     threshold: 1024,
+    // A list page (20 KB for 100 students) compressed in one call rather than through a zlib
+    // stream: in the benchmark the stream cost a gzip client's page twice the CPU of the
+    // page itself, and the service's memory tripled (docs/performance.md). Larger answers (the
+    // OpenAPI document, a page of 1,000) still stream, so as not to hold the event loop.
+    syncThreshold: 65536,
     globalDecompression: false
   })
 }, { name: 'compress' })

@@ -122,9 +122,9 @@ t.test('an Idempotency-Key replay answers as the first create did, with or witho
   t.equal(replay.headers.etag, first.headers.etag)
 })
 
-t.test('a request body sent compressed is not decompressed: 4xx in the error body, never a 500', async t => {
+t.test('a request body sent compressed is not decompressed: 400 in the error body, never a 500', async t => {
   const app = await serving(t)
   const res = await request(app, '/students', { 'content-type': 'application/json', 'content-encoding': 'gzip' }, 'POST', zlib.gzipSync(JSON.stringify(ada)))
-  t.ok(res.status >= 400 && res.status < 500, `answered ${res.status}`)
+  t.equal(res.status, 400)
   t.match(JSON.parse(res.bytes.toString()), { success: false, statusCode: res.status })
 })

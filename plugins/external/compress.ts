@@ -1,23 +1,35 @@
 import fp from 'fastify-plugin'
+import type { RouteOptions } from 'fastify'
 import compress from '@fastify/compress'
 
 /**
+ * What can answer past the threshold: the documentation (the OpenAPI document is about
+ * 250 KB as JSON, the page's scripts more) and the lists, whose query string takes `limit`.
+ */
+function mayAnswerLarge (route: RouteOptions): boolean {
+  const query = route.schema?.querystring as { properties?: Record<string, unknown> } | undefined
+  return route.url.startsWith('/documentation') || query?.properties?.limit !== undefined
+}
+
+/**
  * Answers compressed as the client accepts (`Accept-Encoding`: br, gzip, deflate, in that
- * order of preference) from 1 KiB on: the OpenAPI document (about 250 KB as JSON), the
- * documentation page's scripts and the list pages. Smaller answers (a record, an error) go as
- * they are: compressing them would cost more than the bytes it saves. A compressed answer
- * says `Vary: Accept-Encoding`, so that a cache keeps each coding apart. A list's tag is
- * weak (the same page, whatever its coding); a record's is strong and names its version,
- * which `If-Match` compares, so it is left as it is. Request bodies are not decompressed: the
- * body limit holds for the bytes as they come.
+ * order of preference) from 1 KiB on, on the documentation's routes and the lists'. A compressed
+ * answer says `Vary: Accept-Encoding`, so that a cache keeps each coding apart; a page's tag is
+ * weak, the same page in any coding. The other routes (a record, a write, a probe) answer far
+ * less than 1 KiB and get none of the plugin's hooks: the hot paths pay nothing for it. Request
+ * bodies are not decompressed: the body limit holds for the bytes as they come.
  */
 export default fp(async (fastify) => {
+  // Before the plugin's own onRoute hook, which reads the route's `compress`.
+  fastify.addHook('onRoute', route => {
+    if (!mayAnswerLarge(route)) route.compress = false
+  })
   await fastify.register(compress, {
     encodings: ['br', 'gzip', 'deflate'],
     threshold: 1024,
     // A list page (20 KB for 100 students) compressed in one call rather than through a zlib
-    // stream: in the benchmark the stream cost a gzip client's page twice the CPU of the
-    // page itself, and the service's memory tripled (docs/performance.md). Larger answers (the
+    // stream: in the benchmark the stream cost a gzip client's page twice the CPU of the page
+    // itself, and the service's memory tripled (docs/performance.md). Larger answers (the
     // OpenAPI document, a page of 1,000) still stream, so as not to hold the event loop.
     syncThreshold: 65536,
     globalDecompression: false

@@ -3,8 +3,8 @@ import type { RouteOptions } from 'fastify'
 import compress from '@fastify/compress'
 
 /**
- * What can answer past the threshold: the documentation (the OpenAPI document is about
- * 250 KB as JSON, the page's scripts more) and the lists, whose query string takes `limit`.
+ * What can answer past the threshold: the documentation (the OpenAPI document, the page's
+ * scripts) and the lists, whose query string takes `limit`.
  */
 function mayAnswerLarge (route: RouteOptions): boolean {
   const query = route.schema?.querystring as { properties?: Record<string, unknown> } | undefined
@@ -27,10 +27,10 @@ export default fp(async (fastify) => {
   await fastify.register(compress, {
     encodings: ['br', 'gzip', 'deflate'],
     threshold: 1024,
-    // A list page (20 KB for 100 students) compressed in one call rather than through a zlib
-    // stream: in the benchmark the stream cost a gzip client's page twice the CPU of the page
-    // itself, and the service's memory tripled (docs/performance.md). Larger answers (the
-    // OpenAPI document, a page of 1,000) still stream, so as not to hold the event loop.
+    // A page of 100 compressed in one call rather than through a zlib stream per answer: in
+    // the benchmark the stream nearly doubled a gzip client's CPU a page and tripled the
+    // service's memory (docs/performance.md, "Compression"). Larger answers (the OpenAPI
+    // document, a page of 1,000) still stream, so as not to hold the event loop.
     syncThreshold: 65536,
     globalDecompression: false
   })

@@ -48,6 +48,8 @@ const UNMEASURED_SECOND = 'service, metrics off, a second process'
 const TRACED = 'service, tracing on'
 /** The service behind PgBouncer in transaction mode (DB_POOLER=transaction), where it is installed. */
 const POOLED = 'service through PgBouncer'
+/** The service answering the page of 100 to a client that accepts gzip (the other targets' clients send no Accept-Encoding). */
+const GZIP_CLIENT = 'service, gzip client'
 /** The service answering refreshes in the login's rounds. */
 const REFRESH = 'service, token refresh, same rounds'
 const chosen = (scenario: string) => (process.env.BENCH_ONLY ?? '').split('|').some(part => scenario.includes(part))
@@ -168,7 +170,7 @@ try {
     // Logging off, metrics off, tracing on and two workers beside the others, in the same rounds, for the ratios between them.
     { name: 'student GET by id', targets: [service, quiet, unmeasured, workers, traced, ceiling, postgresCeiling, peer, ...pooledTargets, ...seconds], next: studentById },
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
-    { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
+    { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer, { server: service, name: GZIP_CLIENT, next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}`, headers: { 'accept-encoding': 'gzip' } }) }], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student POST', targets: [service, ceiling, postgresCeiling, peer, ...pooledTargets], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
     { name: 'student POST, v1', targets: [service], next: () => ({ method: 'POST', path: '/api/v1/students', body: newStudent() }) },
@@ -358,6 +360,7 @@ try {
     'refresh ÷ login': paired('login', REFRESH, 'service'),
     'ceiling\'s login ÷ bare argon2id verify': paired('login', 'ceiling', 'bare'),
     'logging on ÷ logging off': paired('student GET by id', 'service', 'service, logging off'),
+    'gzip client ÷ no Accept-Encoding, student GET page of 100': paired('student GET page of 100', GZIP_CLIENT, 'service'),
     'metrics on ÷ off': paired('student GET by id', 'service', UNMEASURED),
     'metrics on ÷ off, two processes a side': pairedSums('student GET by id', ['service', SECOND], [UNMEASURED, UNMEASURED_SECOND]),
     'two processes of the same build, student GET by id': paired('student GET by id', 'service', SECOND),

@@ -44,6 +44,13 @@ export interface ListPage {
  */
 const ESTIMATE_TTL = 10_000
 const ESTIMATES_KEPT = 1000
+/**
+ * Below this many matches an estimated count is counted instead: the planner's guesses are at
+ * their worst on small tables (one never analyzed is taken for ten pages: 70 rows for 6), and
+ * counting so few is cheap. The count stops at this many, so that an estimate far too low costs
+ * no more; whatever an estimated count answers below it is exact.
+ */
+export const EXACT_COUNT_BELOW = 10_000
 
 /** Values as PostgreSQL writes them: the rows are written as JSON from its text. */
 const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig
@@ -91,6 +98,14 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       const result = await pool.query({ text: `select count(*)::int as total from (${sql}) matching`, values })
       return result.rows[0].total as number
     }
+    const estimate = await plannerEstimate(sql, values)
+    if (estimate >= EXACT_COUNT_BELOW) return estimate
+    const result = await pool.query({ text: `select count(*)::int as total from (${sql} limit ${EXACT_COUNT_BELOW}) matching`, values })
+    return result.rows[0].total as number
+  }
+
+  /** The planner's estimate of the rows a query finds, kept a while. */
+  async function plannerEstimate (sql: string, values: unknown[]): Promise<number> {
     const key = JSON.stringify([sql, values])
     const known = estimates.get(key)
     if (known && known.until > Date.now()) return known.rows
@@ -128,16 +143,16 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   return {
     /** One page of a list as the request asks, and its count if asked for, both at once. */
     async query (request: ListRequest): Promise<ListPage> {
-      // A first page with no next holds every matching row: its count is exact, and no estimate
-      // is asked for (the planner's, for a table it has no statistics of yet, may be far off).
+      // A first page with no next holds every matching row: its count is exact, and neither the
+      // planner nor the table is asked.
       if (request.count === undefined) return page(request)
       const estimateAfter = request.count === 'estimated' && request.after === undefined
       const [found, total] = await Promise.all([page(request), estimateAfter ? undefined : count(request)])
       if (request.count === 'exact') return { ...found, total }
       if (estimateAfter && !found.next) return { ...found, total: found.rows.length }
-      // An estimate never says less than the page shows: its rows, and one more when a next
-      // page follows (stale statistics can estimate 1 for a page of five). Earlier pages the
-      // caller has seen are not known here.
+      // Never less than the page shows (its rows, and one more when a next page follows): an
+      // estimate is 10,000 or more, and a count all there are, but it runs apart from the page:
+      // rows deleted in between would make it fewer.
       const shown = found.rows.length + (found.next ? 1 : 0)
       return { ...found, total: Math.max(total ?? await count(request), shown) }
     },

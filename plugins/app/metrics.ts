@@ -5,6 +5,7 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 import { boundAddress, closeMetrics, serveMetrics } from '../../lib/process/metrics-server.js'
+import { packageInfo } from '../../lib/process/package-info.js'
 import { RequestDurations } from '../../lib/process/request-durations.js'
 
 declare module 'fastify' {
@@ -64,6 +65,16 @@ export default fp(async (fastify) => {
   if (listener === null) return
 
   collectDefaultMetrics({ register: registry })
+  // Which release runs where, as Prometheus's `*_build_info` convention has it: a constant 1
+  // whose labels are the facts. Under WORKERS the primary keeps one worker's value rather than
+  // summing them, which would make it the number of workers.
+  new Gauge({
+    name: 'build_info',
+    help: 'Always 1; its labels say which version of the service runs, on which Node.js',
+    labelNames: ['version', 'node_version'],
+    aggregator: 'first',
+    registers: [registry]
+  }).set({ version: packageInfo.version, node_version: process.version }, 1)
 
   const duration = new RequestDurations('http_request_duration_seconds', 'Time from receiving a request to sending its answer, by method, route template and status', DURATION_BUCKETS)
   registry.registerMetric(duration.asMetric())

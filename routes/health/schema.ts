@@ -1,7 +1,10 @@
 import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../../schemas/common.js'
 
-const Status = Type.Object({ status: Type.Literal('ok') }, { additionalProperties: false })
+const Status = Type.Object({
+  status: Type.Literal('ok'),
+  version: Type.String({ description: 'The running version of the service (package.json\'s `version`): which release answers, when several are deployed', example: '0.1.0' })
+}, { additionalProperties: false })
 /** The OpenAPI tag of the probes. */
 export const healthTag = { name: 'health', description: 'Liveness and readiness probes' }
 const common = { tags: [healthTag.name], security: [] }

@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import net from 'node:net'
 import t from 'tap'
 import { within } from '../helper.js'
-import { scrape, value } from '../prometheus.js'
+import { scrape, series, value } from '../prometheus.js'
 import { databaseEnv, listeningWorkers, startServer } from './process.js'
 
 t.test('WORKERS=2: two processes on one port; a worker that dies is replaced; SIGTERM stops them all', async t => {
@@ -61,6 +61,8 @@ t.test('WORKERS=2: the primary serves the workers\' metrics, summed; the workers
   t.equal(value(scraped, 'http_request_duration_seconds_count', { method: 'GET', route: '/students', status_code: '200' }), 6, 'every worker\'s requests')
   t.ok(value(scraped, 'db_pool_connections', { pool: 'pg' }) >= 1, 'the pools of the workers')
   t.ok(scraped.families.has('nodejs_heap_size_used_bytes'), 'and their processes')
+  t.equal(series(scraped, 'build_info').length, 1, 'one build_info series')
+  t.equal(value(scraped, 'build_info'), 1, 'kept at 1, not summed over the workers')
 
   const exited = once(server.process, 'exit')
   server.process.kill('SIGTERM')

@@ -1,4 +1,5 @@
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import net, { type AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -17,6 +18,8 @@ function metricsUrl (app: FastifyInstance, path = '/metrics'): string {
 }
 
 const scrape = (t: Test, app: FastifyInstance) => scrapeUrl(t, metricsUrl(app))
+
+const { version } = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }
 
 t.test('requests by method, route template and status; pools, limits, replays and the process', async t => {
   const app = await build(t, config => {
@@ -68,6 +71,9 @@ t.test('requests by method, route template and status; pools, limits, replays an
   t.equal(families.get('rate_limit_rejections_total')?.type, 'COUNTER')
   t.equal(value(scraped, 'rate_limit_rejections_total', { scope: 'not-found' }), 1, 'the 429')
   t.equal(value(scraped, 'idempotency_replays_total'), 1, 'the replay')
+  t.equal(families.get('build_info')?.type, 'GAUGE')
+  t.same(series(scraped, 'build_info').map(sample => [sample.labels, Number(sample.value)]),
+    [[{ version, node_version: process.version }, 1]], 'the running version and Node.js, as labels of a constant 1')
   for (const name of ['process_cpu_user_seconds_total', 'process_resident_memory_bytes', 'nodejs_eventloop_lag_seconds', 'nodejs_heap_size_used_bytes', 'nodejs_gc_duration_seconds']) {
     t.ok(families.has(name), `prom-client's default ${name}`)
   }

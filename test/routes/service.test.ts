@@ -19,7 +19,7 @@ t.test('GET / answers the service\'s name and version and links to its documenta
   const { documentation, openapi, health } = res.json().data.links
   t.match((await app.inject({ url: documentation })).headers['content-type'], /^text\/html/, 'the documentation page')
   t.equal((await app.inject({ url: openapi })).json().paths['/'].get.operationId, 'service.index', 'the OpenAPI document, which describes GET / too')
-  t.same((await app.inject({ url: health })).json(), { status: 'ok' }, 'the readiness probe')
+  t.equal((await app.inject({ url: health })).json().status, 'ok', 'the readiness probe')
   const head = await app.inject({ method: 'HEAD', url: '/' })
   t.equal(head.statusCode, 200, 'HEAD as every GET')
   t.equal(head.body, '')

@@ -1,10 +1,8 @@
 import { execFile } from 'node:child_process'
-import { chmod, mkdtemp, rm } from 'node:fs/promises'
-import os from 'node:os'
-import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { databaseEnv, embeddedEnv, freePort, startServer } from './server/process.js'
+import { tempDataDir } from './helper.js'
 
 const run = promisify(execFile)
 
@@ -42,9 +40,7 @@ t.test('a client generated from openapi.json type-checks and runs a whole scenar
 })
 
 t.test('against the quick start (npm start, defaults): the administrator it logged gives the user the User role', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'client-quick-start-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'client-quick-start-')
   const server = await startServer(embeddedEnv(dataDir))
   t.teardown(() => server.kill())
   const password = server.logs.find(entry => entry.msg === 'created the administrator: this password is shown once only')?.password as string

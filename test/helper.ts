@@ -1,5 +1,8 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
 import type { Test } from 'tap'
+import { chmod, mkdtemp, rm } from 'node:fs/promises'
+import os from 'node:os'
+import path from 'node:path'
 import pg from 'pg'
 import AutoLoad from '@fastify/autoload'
 import app, { routesFolder, serverOptions } from '../app.js'
@@ -19,6 +22,18 @@ function environmentConfig (): Config {
 /** The PostgreSQL server the tests use: DB_HOST … DB_PASSWORD when set, else the embedded one. */
 export function serverConnection (): DatabaseConfig {
   return environmentConfig().db ?? testEmbeddedPostgres.connection
+}
+
+/**
+ * A fresh folder for a DATA_DIR (`prefix` and a random tail, in the system's temporary folder),
+ * removed after the test. Readable by all: run as root, the embedded PostgreSQL runs as the
+ * `postgres` user, which must reach its cluster inside.
+ */
+export async function tempDataDir (t: Test, prefix: string): Promise<string> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), prefix))
+  await chmod(dataDir, 0o755)
+  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  return dataDir
 }
 
 let databases = 0

@@ -1,11 +1,11 @@
 import { execFile } from 'node:child_process'
-import { chmod, mkdtemp, rm, stat } from 'node:fs/promises'
-import os from 'node:os'
+import { stat } from 'node:fs/promises'
 import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { EmbeddedPostgres } from '../../lib/db/embedded-postgres.js'
 import { startServer } from '../server/process.js'
+import { tempDataDir } from '../helper.js'
 
 const run = promisify(execFile)
 
@@ -17,9 +17,7 @@ function knexCli (dataDir: string, ...args: string[]) {
 }
 
 t.test('the knex CLI works on the embedded database, whether a server runs it or not', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-knex-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'students-knex-')
   const embedded = new EmbeddedPostgres(dataDir)
 
   const alone = await knexCli(dataDir, 'migrate:list')

@@ -1,18 +1,16 @@
 import { once } from 'node:events'
-import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import t from 'tap'
 import { EmbeddedPostgres } from '../../lib/db/embedded-postgres.js'
-import { within } from '../helper.js'
+import { tempDataDir, within } from '../helper.js'
 import { embeddedEnv, sleep, startServer } from './process.js'
 
 // The embedded PostgreSQL's watch: a cluster deleted under the service, a watch stopped between tries.
 
 t.test('a deleted cluster is not created again empty under the service: it exits 1, saying why', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'students-server-')
   const server = await startServer(embeddedEnv(dataDir))
   t.teardown(() => server.kill())
   const pid = Number((await readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0])

@@ -1,11 +1,10 @@
 import { once } from 'node:events'
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises'
-import os from 'node:os'
+import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import t from 'tap'
 import { ada } from '../routes/students/fixtures.js'
 import { EmbeddedPostgres } from '../../lib/db/embedded-postgres.js'
-import { within } from '../helper.js'
+import { tempDataDir, within } from '../helper.js'
 import { embeddedEnv, killPostmaster, listeningWorkers, startServer } from './process.js'
 
 // The embedded PostgreSQL killed or stopped under a running service (a file of its own: with
@@ -13,9 +12,7 @@ import { embeddedEnv, killPostmaster, listeningWorkers, startServer } from './pr
 
 t.test('the embedded PostgreSQL killed under the service is started again, with its data; one that cannot be ends the process', async t => {
   for (const workers of ['1', '2']) {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
-    await chmod(dataDir, 0o755)
-    t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+    const dataDir = await tempDataDir(t, 'students-server-')
     const server = await startServer({ ...embeddedEnv(dataDir), WORKERS: workers })
     t.teardown(() => server.kill())
     t.ok(await within(60_000, () => listeningWorkers(server).length === Number(workers)), `WORKERS=${workers}: listening`)

@@ -1,19 +1,16 @@
 import { once } from 'node:events'
-import { chmod, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
-import os from 'node:os'
+import { readFile, stat } from 'node:fs/promises'
 import path from 'node:path'
 import t from 'tap'
 import { EmbeddedPostgres } from '../../lib/db/embedded-postgres.js'
-import { within } from '../helper.js'
+import { tempDataDir, within } from '../helper.js'
 import { embeddedEnv, listeningWorkers, sleep, startServer } from './process.js'
 
 // The embedded PostgreSQL at shutdown: the watch that restarts it stops first.
 
 t.test('a PostgreSQL stopped during shutdown is not started again, and none is left running; one process or several', async t => {
   for (const workers of ['1', '2']) {
-    const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
-    await chmod(dataDir, 0o755)
-    t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+    const dataDir = await tempDataDir(t, 'students-server-')
     const server = await startServer({ ...embeddedEnv(dataDir), WORKERS: workers, SHUTDOWN_DELAY: '3s' })
     t.teardown(() => server.kill())
     t.ok(await within(60_000, () => listeningWorkers(server).length === Number(workers)), `WORKERS=${workers}: listening`)

@@ -1,18 +1,15 @@
 import { once } from 'node:events'
-import { chmod, mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises'
+import { mkdir, stat, writeFile } from 'node:fs/promises'
 import net from 'node:net'
-import os from 'node:os'
 import path from 'node:path'
 import readline from 'node:readline'
 import t from 'tap'
 import { ada } from '../routes/students/fixtures.js'
-import { within } from '../helper.js'
+import { tempDataDir, within } from '../helper.js'
 import { embeddedEnv, listeningWorkers, sleep, slowPost, spawnServer, startServer } from './process.js'
 
 t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across restarts', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'students-server-')
 
   const first = await startServer(embeddedEnv(dataDir))
   t.teardown(() => first.kill())
@@ -64,9 +61,7 @@ t.test('npm start: embedded PostgreSQL, graceful SIGTERM, data kept across resta
 })
 
 t.test('a second server on the same DATA_DIR exits at once with a message; the first keeps serving', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'students-server-')
   const first = await startServer(embeddedEnv(dataDir))
   t.teardown(() => first.kill())
   const port = new URL(first.url).port
@@ -97,9 +92,7 @@ t.test('a second server on the same DATA_DIR exits at once with a message; the f
 })
 
 t.test('a port in use stops start-up and the embedded database with it', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'students-server-')
   const blocker = net.createServer().listen(0, '127.0.0.1')
   await once(blocker, 'listening')
   t.teardown(() => blocker.close())
@@ -115,9 +108,7 @@ t.test('a port in use stops start-up and the embedded database with it', async t
 })
 
 t.test('an embedded database that cannot start stops start-up with its error, one process or several', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'students-server-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'students-server-')
   // A data folder PostgreSQL cannot use: it has a version file and nothing else.
   await mkdir(path.join(dataDir, 'postgres'), { mode: 0o777 })
   await writeFile(path.join(dataDir, 'postgres', 'PG_VERSION'), '18\n')

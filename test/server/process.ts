@@ -55,7 +55,6 @@ export async function startServer (env: NodeJS.ProcessEnv): Promise<ServerProces
 export const listeningWorkers = (server: ServerProcess) =>
   server.logs.filter(entry => typeof entry.msg === 'string' && entry.msg.startsWith('Server listening at')).map(entry => entry.pid as number)
 
-/** The environment that points a server process at a fresh test database. */
 /** The environment of `npm start` with no database settings: the embedded PostgreSQL in `dataDir`. */
 export function embeddedEnv (dataDir: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env, DATA_DIR: dataDir }
@@ -69,6 +68,7 @@ export async function killPostmaster (dataDir: string): Promise<void> {
   process.kill(pid, 'SIGKILL')
 }
 
+/** The environment that points a server process at a fresh test database. */
 export async function databaseEnv (t: Test): Promise<NodeJS.ProcessEnv> {
   const db = await createDatabase(t)
   return { ...process.env, JWT_SECRET: TEST_JWT_SECRET, DB_HOST: db.host, DB_PORT: String(db.port), DB_NAME: db.database, DB_USER: db.user, DB_PASSWORD: db.password }

@@ -1,15 +1,14 @@
 import { execFileSync } from 'node:child_process'
-import { chmod, chown, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
+import { chown, mkdtemp, readFile, rm, stat } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import t from 'tap'
 import { EmbeddedPostgres } from '../../../lib/db/embedded-postgres.js'
+import { tempDataDir } from '../../helper.js'
 
 t.test('a server found running with its sockets elsewhere (an earlier release\'s) is reused where it listens', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'embedded-pg-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'embedded-pg-')
   const first = new EmbeddedPostgres(dataDir)
   await first.start()
   await first.stop()
@@ -35,9 +34,7 @@ t.test('a server found running with its sockets elsewhere (an earlier release\'s
 })
 
 t.test('initialises once, starts, is reused while running, and stops', async t => {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'embedded-pg-'))
-  await chmod(dataDir, 0o755)
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }))
+  const dataDir = await tempDataDir(t, 'embedded-pg-')
   const server = new EmbeddedPostgres(dataDir)
   t.teardown(() => server.stop())
   const pidFile = path.join(server.pgdata, 'postmaster.pid')

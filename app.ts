@@ -35,8 +35,8 @@ export function serverOptions (config: LoadedConfig): FastifyServerOptions {
     keepAliveTimeout: config.timeouts.keepAlive,
     // plugins/app/load-shedding.ts answers requests that arrive while closing, in the error body.
     return503OnClosing: false,
-    // Start-up waits on the database only, each wait bounded by its timeout (DB_CONNECT_TIMEOUT;
-    // DB_STATEMENT_TIMEOUT for another instance's migration). Fastify's own 10 s for loading the
+    // Start-up waits on the database only, each wait bounded: for one that does not answer yet
+    // by DB_STARTUP_WAIT (60 s), for another instance's migration by DB_STATEMENT_TIMEOUT. Fastify's own 10 s for loading the
     // plugins failed instances that waited for a migration, and workers that a busy machine
     // loaded slowly; at start-up, one worker that fails stops them all.
     pluginTimeout: 0,

@@ -45,10 +45,12 @@ export interface ListPage {
 const ESTIMATE_TTL = 10_000
 const ESTIMATES_KEPT = 1000
 /**
- * Below this many matches an estimated count is counted instead: the planner's guesses are at
- * their worst on small tables (one never analyzed is taken for ten pages: 70 rows for 6), and
- * counting so few is cheap. The count stops at this many, so that an estimate far too low costs
- * no more; whatever an estimated count answers below it is exact.
+ * A list the planner takes for fewer rows than this, whole, has its estimated counts counted
+ * instead: the planner's guesses are at their worst on small tables (one never analyzed is
+ * taken for ten pages: 70 rows for 6), and counting a small table is cheap. The count stops at
+ * this many, so that statistics far too low cost no more; whatever it answers below is exact.
+ * On a larger list, the planner's estimate stands even where it is small (a filter matching
+ * few): counting those would read the whole list to find them.
  */
 export const EXACT_COUNT_BELOW = 10_000
 
@@ -76,6 +78,9 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   const table = id.includes('.') ? id.slice(0, id.lastIndexOf('.')) : undefined
   const find = prepare<[id: number], Versioned<Row>>(database, `${name}.find`, rowId =>
     rows(knex).select([...columns, versionColumn(knex, table)]).where(id, rowId).first())
+  // The list without filters, whose size says whether an estimated count is counted instead.
+  const whole = rows(knex).select(knex.raw('1')).toSQL().toNative()
+  const wholeList = { sql: whole.sql, values: whole.bindings as unknown[] }
   // The planner's estimates, by filters: they move only as the table's statistics do.
   const estimates = new Map<string, { rows: number, until: number }>()
   // Every list query selects the same columns: one row writer serves them all.
@@ -99,7 +104,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       return result.rows[0].total as number
     }
     const estimate = await plannerEstimate(sql, values)
-    if (estimate >= EXACT_COUNT_BELOW) return estimate
+    if (estimate >= EXACT_COUNT_BELOW || await plannerEstimate(wholeList.sql, wholeList.values) >= EXACT_COUNT_BELOW) return estimate
     const result = await pool.query({ text: `select count(*)::int as total from (${sql} limit ${EXACT_COUNT_BELOW}) matching`, values })
     return result.rows[0].total as number
   }

@@ -134,7 +134,7 @@ export function listQuerySchema (fields: ListFields, defaultSort?: readonly stri
     count: Type.Optional(Type.Unsafe<'exact' | 'estimated'>({
       type: 'string',
       enum: ['exact', 'estimated'],
-      description: 'Adds `X-Total-Count`, the number of records matching the filters: `exact` counts them (its cost grows with their number); `estimated` takes PostgreSQL\'s planner\'s estimate, as cheap at any size: exact below 10,000 (where the planner estimates fewer, they are counted, up to 10,000: 10,000 then means at least that many), from there on as good as the table\'s statistics (see the README). The next page\'s link does not count again.'
+      description: 'Adds `X-Total-Count`, the number of records matching the filters: `exact` counts them (its cost grows with their number); `estimated` takes PostgreSQL\'s planner\'s estimate, as cheap at any size: exact on a list of fewer than 10,000 records (where the planner takes the whole list for fewer, the matches are counted, up to 10,000: 10,000 then means at least that many), otherwise as good as the table\'s statistics (see the README), and never less than the page\'s rows, plus one when a next page follows. The next page\'s link does not count again.'
     })),
     ...Object.fromEntries(Object.entries(fields).map(([name, field]) => [name, filterParameter(name, field)]))
   })

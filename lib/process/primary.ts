@@ -78,8 +78,9 @@ export async function runPrimary (config: LoadedConfig, graceMs: number, stopSig
   cluster.on('exit', (worker, code, signal) => {
     workers.delete(worker)
     if (stopping) {
-      // A worker still loading when told to stop ends by the signal itself, having served nothing.
-      if (code !== 0 && signal !== 'SIGTERM') {
+      // A worker still loading when told to stop ends by the signal itself, having served
+      // nothing: the primary's SIGTERM, or a Ctrl-C's SIGINT, which reaches the whole group.
+      if (code !== 0 && signal !== 'SIGTERM' && signal !== 'SIGINT') {
         log.error({ worker: worker.process.pid, code, signal }, 'a worker did not stop cleanly')
         failed = true
       }
@@ -96,6 +97,7 @@ export async function runPrimary (config: LoadedConfig, graceMs: number, stopSig
   })
 
   async function stop (reason: string) {
+    /* c8 ignore next -- a stop signal after a worker's start failure has begun the stop */
     if (stopping) return
     stopping = true
     // First of all, as in server.ts: a PostgreSQL stopped from now on is not started again.

@@ -23,9 +23,12 @@ export async function serve (config: LoadedConfig, stopSignals: StopSignals): Pr
 
   let listening = false
   let closing = false
-  let stopWatching: (() => Promise<void>) | undefined
+  // Stops the embedded PostgreSQL's watch, once there is one (kept running below).
+  let stopWatching = async (): Promise<void> => {}
   // Settled once the embedded PostgreSQL has started or failed to: only then can it be stopped.
   let embeddedStarted: Promise<unknown> = Promise.resolve()
+  // Whether DATA_DIR is this process's: a PostgreSQL running there is another server's until then.
+  let dataDirClaimed = false
 
   /**
    * SIGTERM: /health/ready answers 503 at once and every answer closes its connection, while
@@ -41,14 +44,17 @@ export async function serve (config: LoadedConfig, stopSignals: StopSignals): Pr
     closing = true
     if (!listening) {
       fastify.log.info({ signal }, 'shutting down during start-up: nothing is served yet')
+      // Start-up goes on meanwhile, as nothing stops it: what it says as its database goes
+      // (the wait for one that does not answer, say) would be noise after this line.
+      fastify.log.level = 'silent'
       await embeddedStarted
-      await stopWatching?.()
-      await embedded?.stop()
+      await stopWatching()
+      if (dataDirClaimed) await embedded?.stop()
       process.exit(0)
     }
     // First of all: a PostgreSQL stopped from now on (a supervisor stopping the whole service,
     // or embedded.stop() below) is not started again.
-    const watchStopped = stopWatching?.()
+    const watchStopped = stopWatching()
     const { shutdownDelay, shutdownGrace } = config.timeouts
     fastify.shuttingDown = true
     fastify.log.info({ signal, shutdownDelay }, 'shutting down: /health/ready answers 503; serving on for SHUTDOWN_DELAY')
@@ -69,7 +75,10 @@ export async function serve (config: LoadedConfig, stopSignals: StopSignals): Pr
   if (embedded) {
     /* c8 ignore next -- a signal while the modules loaded: the shutdown under way must find nothing started */
     if (closing) return
-    const starting = claimDataDir(config.dataDir, 'another server').then(() => embedded.start())
+    const starting = claimDataDir(config.dataDir, 'another server').then(() => {
+      dataDirClaimed = true
+      return embedded.start()
+    })
     embeddedStarted = starting.catch(() => {})
     try {
       await starting
@@ -96,7 +105,7 @@ export async function serve (config: LoadedConfig, stopSignals: StopSignals): Pr
     /* c8 ignore next -- stopped meanwhile, its database with it (the embedded one): the shutdown exits */
     if (closing) return
     fastify.log.fatal({ err: error }, 'could not start')
-    await stopWatching?.()
+    await stopWatching()
     await fastify.close()
     await embedded?.stop()
     process.exit(1)

@@ -33,6 +33,15 @@ export default fp(async (fastify) => {
     due = performance.now() + period
     sampler.refresh()
   }, period).unref()
+  // Start-up (loading the routes, compiling their schemas, migrating) holds the loop by design:
+  // its lag says nothing of the load to come, and the first requests were shed for it. The
+  // measure begins once the service listens.
+  fastify.addHook('onListen', async () => {
+    delays.reset()
+    lag = 0
+    due = performance.now() + period
+    sampler.refresh()
+  })
   fastify.addHook('onClose', async () => {
     clearTimeout(sampler)
     delays.disable()

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { RouteOptions } from 'fastify'
 import compress from '@fastify/compress'
+import { DOCUMENTATION_PATH } from './swagger.js'
 
 /**
  * What can answer past the threshold: the documentation (the OpenAPI document, the page's
@@ -8,7 +9,7 @@ import compress from '@fastify/compress'
  */
 function mayAnswerLarge (route: RouteOptions): boolean {
   const query = route.schema?.querystring as { properties?: Record<string, unknown> } | undefined
-  return route.url.startsWith('/documentation') || query?.properties?.limit !== undefined
+  return route.url.startsWith(DOCUMENTATION_PATH) || query?.properties?.limit !== undefined
 }
 
 /**

@@ -46,7 +46,8 @@ t.test('SIGTERM right after the process is spawned: it ends, with no crash', asy
 
 t.test('SIGTERM while start-up waits on a database that does not answer: exit 0, one line, no crash', async t => {
   const relay = await databaseRelay(t, await databaseEnv(t), { holding: true })
-  const { child, exited } = spawnCollected(relay.env)
+  // Its connection held far longer than the test takes: no timeout and retry logged meanwhile.
+  const { child, exited } = spawnCollected({ ...relay.env, DB_CONNECT_TIMEOUT: '60s' })
   t.ok(await within(60_000, () => relay.held() > 0), 'it connects')
   child.kill('SIGTERM')
   const { code, logs, stderr } = await exited

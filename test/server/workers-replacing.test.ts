@@ -34,15 +34,19 @@ t.test('WORKERS=2: SIGTERM just after a replacement worker is forked stops it to
 
 t.test('WORKERS=2: SIGTERM while a replacement worker connects to the database stops its start-up, and the primary exits 0', async t => {
   const relay = await databaseRelay(t, await databaseEnv(t))
-  const server = await startServer({ ...relay.env, WORKERS: '2' })
+  // Its connection held far longer than the test takes: no timeout and retry logged meanwhile.
+  const server = await startServer({ ...relay.env, WORKERS: '2', DB_CONNECT_TIMEOUT: '60s' })
   t.teardown(() => server.kill())
   t.ok(await within(60_000, () => listeningWorkers(server).length === 2), 'both workers listen')
   const [first, second] = listeningWorkers(server) as [number, number]
   // From now on the database does not answer a new connection: the replacement waits on its first.
   relay.hold()
   process.kill(first, 'SIGKILL')
-  t.ok(await within(60_000, () => relay.held() > 0), 'the replacement connects')
-  const [replacement] = (await childPids(server.process.pid!)).filter(pid => pid !== second)
+  let replacement: number | undefined
+  t.ok(await within(60_000, async () => {
+    replacement = (await childPids(server.process.pid!)).find(pid => pid !== first && pid !== second)
+    return replacement !== undefined && relay.held() > 0
+  }), 'the replacement is forked, and a connection is held')
   await stoppedCleanly(t, server, [second, replacement!])
   const said = server.logs.filter(entry => entry.pid === replacement)
   t.match(said, [{ msg: 'shutting down during start-up: nothing is served yet', signal: 'SIGTERM' }], 'the replacement said why it stopped')

@@ -128,6 +128,7 @@ t.test('another user\'s keys: listed and revoked with user-edit over them, hidde
   t.equal((await app.inject({ url: `/api/keys?user_id=${editor.id}`, headers: bearer(user.token) })).statusCode, 403, 'without user-edit')
   t.equal((await app.inject({ url: '/api/keys?user_id=99999999999', headers: bearer(editor.token) })).statusCode, 400, 'an id no user can have')
   t.same((await app.inject({ url: '/api/keys?user_id=123456', headers: bearer(editor.token) })).json().data, [], 'a user who does not exist has no keys')
+  t.equal((await app.inject({ url: '/api/keys?_=123', headers: bearer(editor.token) })).statusCode, 200, 'an unknown parameter (a cache-buster) is ignored, as on every route')
   t.equal((await app.inject({ method: 'DELETE', url: `/api/keys/${adminKey.data.id}`, headers: bearer(user.token) })).statusCode, 404, 'someone else\'s key, without user-edit')
   const listed = await app.inject({ url: `/api/keys?user_id=${user.id}`, headers: bearer(editor.token) })
   t.equal(listed.statusCode, 200)

@@ -48,7 +48,7 @@ export const keySchemas = {
     description: 'The caller\'s keys not revoked (expired ones too), the newest first; never their secrets. With `user_id`, another user\'s: this needs `user-edit` and every permission that user holds.',
     querystring: Type.Object({
       user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'Whose keys; the caller\'s without it' }))
-    }, { additionalProperties: false }),
+    }),
     response: { 200: Envelope(Type.Array(Type.Ref(ApiKey)), { description: 'The keys' }), ...errorResponses(400, 401, 403) }
   },
   store: {

@@ -9,14 +9,14 @@ import type pg from 'pg'
 import { ensureCommandDatabase } from '../lib/db/command-database.js'
 import { knexConfig } from '../lib/db/knex-config.js'
 import { migrateToLatest, pendingMigrations } from '../lib/db/migrate.js'
-import { waitForDatabase } from '../lib/db/wait-for-database.js'
+import { consoleWaitLogger, waitForDatabase } from '../lib/db/wait-for-database.js'
 import { loadConfig } from '../lib/process/config.js'
 
 const config = loadConfig()
 await ensureCommandDatabase(config)
 const settings = knexConfig(config, { direct: true })
 // As the service's start-up does: a database started alongside may not answer yet.
-await waitForDatabase(settings.connection as pg.ClientConfig, config.timeouts.dbStartupWait, { warn: (_fields, message) => console.error(message) })
+await waitForDatabase(settings.connection as pg.ClientConfig, config.timeouts.dbStartupWait, consoleWaitLogger)
 const db = knex(settings)
 try {
   const pending = await pendingMigrations(db)

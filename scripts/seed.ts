@@ -10,7 +10,7 @@ import { ensureCommandDatabase } from '../lib/db/command-database.js'
 import { addDemoStudents } from '../lib/db/demo-students.js'
 import { knexConfig } from '../lib/db/knex-config.js'
 import { migrateToLatest } from '../lib/db/migrate.js'
-import { waitForDatabase } from '../lib/db/wait-for-database.js'
+import { consoleWaitLogger, waitForDatabase } from '../lib/db/wait-for-database.js'
 import { loadConfig } from '../lib/process/config.js'
 
 const MOST = 10_000_000
@@ -30,7 +30,7 @@ const config = loadConfig()
 await ensureCommandDatabase(config)
 const settings = knexConfig(config, { direct: true })
 // As the service's start-up does: a database started alongside may not answer yet.
-await waitForDatabase(settings.connection as pg.ClientConfig, config.timeouts.dbStartupWait, { warn: (_fields, message) => console.error(message) })
+await waitForDatabase(settings.connection as pg.ClientConfig, config.timeouts.dbStartupWait, consoleWaitLogger)
 await migrateToLatest(settings)
 const db = knex(settings)
 try {

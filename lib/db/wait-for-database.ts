@@ -21,6 +21,9 @@ export interface WaitLogger {
   warn: (fields: object, message: string) => void
 }
 
+/** A command's (`npm run migrate`, `seed`): each try's message on stderr. */
+export const consoleWaitLogger: WaitLogger = { warn: (_fields, message) => console.error(message) }
+
 /**
  * Returns once PostgreSQL takes a connection, trying again every second while it is out of
  * reach (refused, not answering, its name not yet known, starting up), for at most `wait` ms

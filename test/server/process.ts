@@ -143,7 +143,10 @@ export async function databaseRelay (t: Test, env: NodeJS.ProcessEnv, { holding 
     client.on('close', () => sockets.delete(client))
     client.on('error', () => {})
     if (holding) { held++; return }
-    const upstream = net.connect(Number(env.DB_PORT), env.DB_HOST)
+    // The embedded test server is reached on its Unix socket (DB_HOST is its folder), as pg does.
+    const upstream = env.DB_HOST!.startsWith('/')
+      ? net.connect(path.join(env.DB_HOST!, `.s.PGSQL.${env.DB_PORT}`))
+      : net.connect(Number(env.DB_PORT), env.DB_HOST)
     sockets.add(upstream)
     upstream.on('close', () => { sockets.delete(upstream); client.destroy() })
     upstream.on('error', () => {})

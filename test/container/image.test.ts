@@ -97,9 +97,10 @@ t.test('SIGTERM to the container under 20 writers on keep-alive connections, tak
   const load = writeUntilRefused(container.url, 20, () => outOfRotation)
   await sleep(1_500)
   const code = await stopContainer(container.id)
-  const { sent, created, unanswered, unexpected } = await load
+  const { sent, created, unanswered, unexpected, resetNew } = await load
   t.equal(code, 0, 'tini passed SIGTERM on, and the service exited 0')
   t.same(unanswered, [], `none of ${sent} requests was left without an answer`)
+  t.equal(resetNew, 0, 'no new connection was reset either: none was opened once out of rotation')
   t.same(unexpected, [], 'every answer was 201, or 503 with Retry-After and Connection: close')
   t.ok(created.length > 0)
   t.same(await writtenStudents(env), [...created].sort((a, b) => a - b), `every one of the ${created.length} students answered 201 exists, and nothing else`)

@@ -63,7 +63,7 @@ t.test('SIGTERM under load: requests in flight finish, later ones get 503, exit 
   t.equal(rows.length, created.length, 'every student answered 201 exists')
 })
 
-t.test('SIGTERM under 20 writers on keep-alive connections: every request sent gets an answer, none is reset; every 201 is kept', async t => {
+t.test('SIGTERM under 20 writers on keep-alive connections: every request sent on a kept-alive connection gets an answer, none is reset; every 201 is kept', async t => {
   const env = await databaseEnv(t)
   const server = await startServer(env)
   t.teardown(() => server.kill())
@@ -75,7 +75,10 @@ t.test('SIGTERM under 20 writers on keep-alive connections: every request sent g
   const { sent, created, unanswered, unexpected } = await load
 
   t.equal(code, 0)
-  t.same(unanswered, [], `none of ${sent} requests was left without an answer`)
+  // At SHUTDOWN_DELAY 0 a writer may still open a connection as the listener closes: the
+  // kernel resets it (the README says so). What must never happen is a request dropped on a
+  // connection the server had kept open.
+  t.same(unanswered, [], `none of ${sent} requests on a kept-alive connection was left without an answer`)
   t.same(unexpected, [], 'every answer was 201, or 503 with Retry-After and Connection: close')
   t.same(await writtenStudents(env), [...created].sort((a, b) => a - b), `every one of the ${created.length} students answered 201 exists, and nothing else`)
 })

@@ -7,7 +7,6 @@ import { jsonRows, type JsonRow } from './json-row-writer.js'
 import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
 import { versionColumn, type Versioned } from './row-versions.js'
-import { versionTag } from '../http/entity-tags.js'
 
 export interface KeysetTableOptions {
   /** Names its statements, unique to the resource. */
@@ -171,12 +170,6 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
     async find (rowId: number, trx: Knex = knex): Promise<Versioned<Row> | undefined> {
       if (rowId > MAX_ID) return undefined
       return (await find([rowId], trx)).rows[0]
-    },
-
-    /** The tag of the row of this id as it stands, if there is one: what a 412 tells the client. */
-    async currentTag (rowId: number): Promise<string | undefined> {
-      const row = rowId > MAX_ID ? undefined : (await find([rowId])).rows[0]
-      return row && versionTag(row.version)
     }
   }
 }

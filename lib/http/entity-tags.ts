@@ -64,11 +64,6 @@ export function matchHolds (tags: TagList, etag: string): boolean {
   return tags.some(tag => !tag.weak && tag.opaque === opaque)
 }
 
-/** The opaque parts of the strong tags of a list: what a database's version check compares. */
-export function strongOpaques (tags: Exclude<TagList, '*'>): string[] {
-  return tags.filter(tag => !tag.weak).map(tag => tag.opaque)
-}
-
 /**
  * The tag of a record made of several tables (a user and their roles, a role and its
  * permissions): the digest of its JSON as `schema` writes it, the same whichever query made it.

@@ -36,6 +36,7 @@ export interface Config {
   /** Updates and deletes without If-Match are refused (428). */
   requireIfMatch: boolean
   audit: AuditConfig
+  outbox: OutboxConfig
   /** Where the Prometheus metrics are served, apart from the API; null: not at all (METRICS_PORT=off). */
   metrics: MetricsConfig | null
   /** OpenTelemetry traces sent over OTLP/HTTP; null: off, and the requests pay nothing for them. */
@@ -53,6 +54,13 @@ export interface TracingConfig {
   endpoint: string
   /** The `service.name` of every span. */
   serviceName: string
+}
+
+export interface OutboxConfig {
+  /** Whether changes write outbox rows (CHANGE_OUTBOX=off is for measuring what the outbox costs). */
+  enabled: boolean
+  /** Rows older than this are swept, in seconds. */
+  retentionSeconds: number
 }
 
 export interface AuditConfig {
@@ -417,6 +425,10 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
     audit: {
       enabled: oneOf(env, 'AUDIT_LOG', 'on', ['on', 'off']) === 'on',
       retentionSeconds: seconds(env, 'AUDIT_RETENTION', 365 * 86_400)
+    },
+    outbox: {
+      enabled: oneOf(env, 'CHANGE_OUTBOX', 'on', ['on', 'off']) === 'on',
+      retentionSeconds: seconds(env, 'CHANGE_RETENTION', 30 * 86_400)
     },
     metrics: metricsListener(env),
     tracing: tracing(env)

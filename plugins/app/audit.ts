@@ -5,8 +5,11 @@ import { changedFields } from '../../lib/audit/changed-fields.js'
 import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 
-/** What changed: the resources the audit log tells of, and what was done to them. */
-export type AuditResource = 'user' | 'role' | 'client' | 'key' | 'session'
+/**
+ * What changed: the resource as the write path names it (`student`, `client`, `key`,
+ * `session`, …; a resource added names its own), and what was done to it.
+ */
+export type AuditResource = string
 export type AuditAction = 'create' | 'update' | 'delete' | 'revoke' | 'login' | 'login-failed' | 'logout' | 'end' | 'refresh-reuse'
 
 /** Who acted: a user, through an API key or a session; none for a caller without a token. */

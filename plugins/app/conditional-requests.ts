@@ -71,12 +71,3 @@ export default fp(async (fastify) => {
     if (tags !== undefined && !matchHolds(tags, etag)) throw new PreconditionFailedError(etag)
   })
 }, { name: 'conditional-requests', dependencies: ['config', 'sensible'] })
-
-/**
- * Why a write guarded by `If-Match` in its own statement changed nothing: the record is there
- * at another version (412, with its current tag), or there is none (`missing`).
- */
-export async function unwritten (tags: TagList | undefined, currentTag: () => Promise<string | undefined>, missing: () => Error): Promise<Error> {
-  const etag = tags === undefined ? undefined : await currentTag()
-  return etag === undefined ? missing() : new PreconditionFailedError(etag)
-}

@@ -3,7 +3,7 @@ import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { insertion, prepare, type Database } from '../../lib/db/prepared-query.js'
-import { atVersion, versionColumn, type Versioned } from '../../lib/db/row-versions.js'
+import { versionColumn, type Versioned } from '../../lib/db/row-versions.js'
 import { Student, studentListFields, type StudentInput } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
@@ -29,23 +29,25 @@ export function studentsRepository (database: Database, conflict: (message: stri
       return insertion(queries.create, [age, dob, email, name], error => emailTakenOr(error, email))
     },
 
-    /** The student as changed; undefined if there is none with this id at one of `versions` (any, without). */
-    async update (id: number, changes: Partial<StudentInput>, versions?: string[], trx: Knex = knex): Promise<Versioned<Student> | undefined> {
+    /** The student as it stands, locked until `trx` ends: what the write path checks and records. */
+    async lock (id: number, trx: Knex): Promise<Versioned<Student> | undefined> {
       if (id > MAX_ID) return undefined
+      return trx('students').where({ id }).forUpdate().first(written) as Promise<Versioned<Student> | undefined>
+    },
+
+    /** The student as changed, in the write path's transaction, which has locked it (`lock`). */
+    async update (id: number, changes: Partial<StudentInput>, trx: Knex): Promise<Versioned<Student>> {
       try {
-        const [student] = await atVersion(trx('students').update({ ...changes, updated_at: trx.fn.now() }).where({ id }), versions)
-          .returning(written)
-        return student as Versioned<Student> | undefined
+        const [student] = await trx('students').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(written)
+        return student as Versioned<Student>
       } catch (error) {
         throw emailTakenOr(error, changes.email)
       }
     },
 
-    /** Whether a student with this id, at one of `versions` (any, without), was removed. */
-    async remove (id: number, versions?: string[], trx: Knex = knex): Promise<boolean> {
-      if (id > MAX_ID) return false
-      if (versions !== undefined) return await atVersion(trx('students').where({ id }), versions).delete() > 0
-      return (await queries.remove([id], trx)).rowCount! > 0
+    /** Removes the student, in the write path's transaction, which has locked it (`lock`). */
+    async remove (id: number, trx: Knex): Promise<void> {
+      await queries.remove([id], trx)
     }
   }
 }

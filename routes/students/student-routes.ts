@@ -1,10 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { OpenApiTag } from '../../plugins/external/swagger.js'
-import { unwritten } from '../../plugins/app/conditional-requests.js'
-import { allowedVersions } from '../../lib/db/row-versions.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
-import { studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
+import type { RecordKind } from '../../plugins/app/write-path.js'
+import { type Student, studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
   /** Prefix of the operation ids: `v1.students` or `students`. */
@@ -24,6 +23,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const students = studentsRepository(fastify.database, message => fastify.httpErrors.conflict(message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
+    const kind: RecordKind<Student> = { resource: 'student', lock: students.lock, notFound }
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)
@@ -37,8 +37,8 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     })
 
     fastify.post('/', { schema: schemas.store }, async (request, reply) => {
-      return request.insertOnce(reply, students.insertion(request.body), student =>
-        ({ body: student, location: `${fastify.prefix}/${student.id}`, etag: versionTag(student.version) }))
+      return request.insertRecord(reply, kind, students.insertion(request.body), student =>
+        ({ body: student, location: `${fastify.prefix}/${student.id}` }))
     })
 
     const methods = variant.patch ? ['PUT', 'PATCH'] as const : ['PUT'] as const
@@ -49,20 +49,14 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
         schema: schemas.update(variant.update, method),
         handler: async (request, reply) => {
           const { id } = request.params
-          const tags = request.ifMatch()
-          const student = await request.guardWrite(() => students.update(id, request.body, allowedVersions(tags)))
-          if (!student) throw await unwritten(tags, () => students.currentTag(id), () => notFound(id))
-          return reply.header('etag', versionTag(student.version)).send(student)
+          return request.updateRecord(reply, kind, id, trx => students.update(id, request.body, trx))
         }
       })
     }
 
     fastify.delete('/:id', { schema: schemas.destroy }, async (request, reply) => {
       const { id } = request.params
-      const tags = request.ifMatch()
-      if (!await request.guardWrite(() => students.remove(id, allowedVersions(tags)))) {
-        throw await unwritten(tags, () => students.currentTag(id), () => notFound(id))
-      }
+      await request.deleteRecord(kind, id, trx => students.remove(id, trx))
       return reply.code(204).send(null)
     })
   }

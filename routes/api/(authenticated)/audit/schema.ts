@@ -16,7 +16,8 @@ export const AuditEntry = Type.Object({
   ip: Type.Union([Type.String(), Type.Null()], { description: 'The client\'s address: the connection\'s, or, from a proxy named in TRUST_PROXY, the right-most X-Forwarded-For address that is not a trusted proxy\'s' }),
   request_id: Type.Union([Type.String(), Type.Null()], { description: 'The request\'s id, as its log lines and its `X-Request-Id` carry it' }),
   action: Type.Union(['create', 'update', 'delete', 'revoke', 'login', 'login-failed', 'logout', 'end', 'refresh-reuse'].map(action => Type.Literal(action)), { description: 'What was done' }),
-  resource: Type.Union(['user', 'role', 'client', 'key', 'session'].map(resource => Type.Literal(resource)), { description: 'To what' }),
+  // A string, not an enum: a resource added to the service is audited with no change here.
+  resource: Type.String({ description: 'To what: `student`, `client`, `role`, `user`, `key`, `session`, or a resource added since', examples: ['student'] }),
   resource_id: Id('Its id; null for a failed login'),
   before: Fields('Of an update, the fields that changed as they were; of a delete or a revoke, the whole record; a secret (`password`) shows as `[redacted]`'),
   after: Fields('Of an update, the fields that changed as they became; of a create, the whole record; of a session\'s event, what it was')

@@ -1,15 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { unwritten } from '../../../../plugins/app/conditional-requests.js'
-import { allowedVersions } from '../../../../lib/db/row-versions.js'
 import { versionTag } from '../../../../lib/http/entity-tags.js'
 import { clientsRepository } from './repository.js'
-import { clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
+import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import { type Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
 const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas })
   const repository = clientsRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
+  const kind: RecordKind<Client> = { resource: 'client', lock: repository.lock, notFound }
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, clientListFields)
@@ -23,8 +23,8 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: clientSchemas.store, onRequest: fastify.can('client-create') }, async (request, reply) => {
-    return request.insertOnce(reply, request.audited(repository.insertion(request.body), 'client'), client =>
-      ({ body: { success: true as const, data: client, message: 'Client created' }, location: `${fastify.prefix}/${client.id}`, etag: versionTag(client.version) }))
+    return request.insertRecord(reply, kind, repository.insertion(request.body), client =>
+      ({ body: { success: true as const, data: client, message: 'Client created' }, location: `${fastify.prefix}/${client.id}` }))
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -35,28 +35,15 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
       onRequest: fastify.can('client-edit'),
       handler: async (request, reply) => {
         const { id } = request.params
-        const tags = request.ifMatch()
-        const client = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-          const before = await repository.lock(id, trx)
-          const after = before && await repository.update(id, request.body, allowedVersions(tags), trx)
-          if (after) await request.audit(trx, { action: 'update', resource: 'client', id, before, after })
-          return after
-        }))
-        if (!client) throw await unwritten(tags, () => repository.currentTag(id), () => notFound(id))
-        return reply.header('etag', versionTag(client.version)).send({ success: true as const, data: client, message: 'Client updated' })
+        const client = await request.updateRecord(reply, kind, id, trx => repository.update(id, request.body, trx))
+        return { success: true as const, data: client, message: 'Client updated' }
       }
     })
   }
 
   fastify.delete('/:id', { schema: clientSchemas.destroy, onRequest: fastify.can('client-delete') }, async (request) => {
     const { id } = request.params
-    const tags = request.ifMatch()
-    const client = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      const deleted = await repository.remove(id, allowedVersions(tags), trx)
-      if (deleted) await request.audit(trx, { action: 'delete', resource: 'client', id, before: deleted })
-      return deleted
-    }))
-    if (!client) throw await unwritten(tags, () => repository.currentTag(id), () => notFound(id))
+    const client = await request.deleteRecord(kind, id, trx => repository.remove(id, trx))
     return { success: true as const, data: client, message: 'Client deleted' }
   })
 }

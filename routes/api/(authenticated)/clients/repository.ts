@@ -1,7 +1,7 @@
 import type { Knex } from 'knex'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import { insertion, prepare, type Database } from '../../../../lib/db/prepared-query.js'
-import { atVersion, versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
+import { versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
 import { Client, clientListFields, type ClientInput } from './schema.js'
 
@@ -25,25 +25,20 @@ export function clientsRepository (database: Database) {
     },
 
     /** The client as it stands, locked until `trx` ends: what its audit entry tells it was. */
-    async lock (id: number, trx: Knex): Promise<Client | undefined> {
+    async lock (id: number, trx: Knex): Promise<Versioned<Client> | undefined> {
       if (id > MAX_ID) return undefined
-      return live(trx).where({ id }).forUpdate().first(COLUMNS)
+      return live(trx).where({ id }).forUpdate().first(written) as Promise<Versioned<Client> | undefined>
     },
 
-    /**
-     * The client as changed; undefined if there is none with this id at one of `versions` (any,
-     * without). Its caller has locked it first (`lock`), which answered for an id past MAX_ID.
-     */
-    async update (id: number, changes: Partial<ClientInput>, versions?: string[], trx: Knex = knex): Promise<Versioned<Client> | undefined> {
-      const [client] = await atVersion(live(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }), versions).returning(written)
-      return client as Versioned<Client> | undefined
+    /** The client as changed, in the write path's transaction, which has locked it (`lock`). */
+    async update (id: number, changes: Partial<ClientInput>, trx: Knex): Promise<Versioned<Client>> {
+      const [client] = await live(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(written)
+      return client as Versioned<Client>
     },
 
-    /** Soft delete: the row stays, with deleted_at set. Undefined as for `update`. */
-    async remove (id: number, versions?: string[], trx: Knex = knex): Promise<Client | undefined> {
-      if (id > MAX_ID) return undefined
-      const [client] = await atVersion(live(trx).update({ deleted_at: trx.fn.now() }).where({ id }), versions).returning(COLUMNS)
-      return client as Client | undefined
+    /** Soft delete, in the write path's transaction: the row stays, with deleted_at set. */
+    async remove (id: number, trx: Knex): Promise<void> {
+      await live(trx).update({ deleted_at: trx.fn.now() }).where({ id })
     }
   }
 }

@@ -1,0 +1,110 @@
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
+import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
+import type { Scalar } from '../../lib/db/statement-query.js'
+
+/** A change of a record, as its outbox row tells it. */
+export interface OutboxChange {
+  action: 'create' | 'update' | 'delete'
+  resource: string
+  id: number
+  /** The record before the change: none for a create. */
+  before?: object | null | undefined
+  /** The record after it: none for a delete. */
+  after?: object | null | undefined
+  /** Fields whose values are secrets (a password): named among the changed fields, never kept. */
+  secrets?: readonly string[] | undefined
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Writes the outbox row of a change in `db`, the change's own transaction. */
+    outbox: (db: Knex, change: OutboxChange) => Promise<void>
+    /** The insertion, with the outbox row of the record it creates written in its own statement. */
+    outboxed: <Row, Args extends Scalar[]>(insertion: Insertion<Row, Args>, resource: string) => Insertion<Row, Args>
+  }
+  interface FastifyInstance {
+    /** Deletes the outbox rows past CHANGE_RETENTION, a batch at a time: how many went. */
+    outboxSweep: () => Promise<number>
+  }
+}
+
+/** What a row's data leaves out: the version is the database's (it tags the record). */
+const LEFT_OUT = new Set(['version'])
+/** Fields an update's `changed` never names: they change with every update. */
+const ALWAYS_CHANGING = new Set(['updated_at', 'version'])
+
+const CONTEXT_COLUMNS = ['request_id', 'actor_id', 'key_id']
+
+type Fields = Record<string, unknown>
+
+/** The record as a row's data: neither its version nor a secret. */
+function data (record: Fields, secrets: readonly string[]): string {
+  const kept = Object.fromEntries(Object.entries(record).filter(([name]) => !LEFT_OUT.has(name) && !secrets.includes(name)))
+  return JSON.stringify(kept)
+}
+
+/** The fields an update changed, secrets named (their values are never kept). */
+function changedNames (before: Fields, after: Fields, secrets: readonly string[]): string[] {
+  const names = [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    .filter(name => !ALWAYS_CHANGING.has(name) && !secrets.includes(name) && JSON.stringify(before[name]) !== JSON.stringify(after[name]))
+  return [...names, ...secrets]
+}
+
+// A created record, as its INSERT returned it, without its version.
+const createdRow = (first: number) => `outboxed as (insert into change_outbox (resource, action, ${CONTEXT_COLUMNS.join(', ')}, resource_id, data)
+  select $${first}, 'create', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, created.id, to_jsonb(created) - 'version' from created)`
+
+const SWEEP_BATCH = 10_000
+const SWEEP_EVERY_MS = 60 * 60_000
+const SWEEP = `delete from change_outbox where id = any(array(
+  select id from change_outbox where at < now() - make_interval(secs => $1) order by at limit ${SWEEP_BATCH}))`
+
+/**
+ * The change outbox (db/migrations/20261201000000_change_outbox.ts): every create, update and
+ * delete of a record clients may follow writes one row, in the change's own transaction,
+ * through the write path (plugins/app/write-path.ts). CHANGE_OUTBOX=off writes none.
+ */
+export default fp(async (fastify) => {
+  const { enabled, retentionSeconds } = fastify.config.outbox
+
+  function context (request: FastifyRequest): Scalar[] {
+    return [request.id, request.user?.id ?? null, request.user?.keyId ?? null]
+  }
+
+  fastify.decorateRequest('outbox', async function (this: FastifyRequest, db: Knex, change: OutboxChange) {
+    if (!enabled) return
+    const secrets = change.secrets ?? []
+    const record = (change.after ?? change.before) as Fields
+    const [requestId, actorId, keyId] = context(this)
+    await db('change_outbox').insert({
+      resource: change.resource,
+      resource_id: change.id,
+      action: change.action,
+      data: data(record, secrets),
+      changed: change.action === 'update' ? changedNames(change.before as Fields, change.after as Fields, secrets) : null,
+      request_id: requestId,
+      actor_id: actorId,
+      key_id: keyId
+    })
+  })
+
+  fastify.decorateRequest('outboxed', function <Row, Args extends Scalar[]> (this: FastifyRequest, insertion: Insertion<Row, Args>, resource: string) {
+    if (!enabled) return insertion
+    const row: Companion = { name: 'outboxed', cte: createdRow, values: [resource, ...context(this)] }
+    return { ...insertion, companions: [...insertion.companions, row] }
+  })
+
+  fastify.decorate('outboxSweep', async () => {
+    const { rowCount } = await fastify.pgPool.query(SWEEP, [retentionSeconds])
+    return rowCount!
+  })
+  /* c8 ignore next 5 -- an hourly timer; what it runs is fastify.outboxSweep, which the tests call */
+  const sweeping = setInterval(() => {
+    fastify.outboxSweep().catch((error: unknown) => {
+      fastify.log.warn({ err: error }, 'could not sweep the change outbox')
+    })
+  }, SWEEP_EVERY_MS).unref()
+  fastify.addHook('onClose', async () => clearInterval(sweeping))
+}, { name: 'change-outbox', dependencies: ['config', 'knex'] })

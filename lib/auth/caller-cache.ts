@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { afterCommit } from '../db/after-commit.js'
 
 /** What one token's check found in the database: whose it is and what they may do. */
 export interface CachedCaller {
@@ -120,16 +121,11 @@ export class CallerCache {
   }
 
   /**
-   * Runs `forget` once the write made through `trx` is committed (at once outside a
-   * transaction), so that this instance's next request reads the change even before the
-   * database's notification arrives.
+   * Runs `forget` once the write made through `trx` is committed (lib/db/after-commit.ts), so
+   * that this instance's next request reads the change even before the database's notification
+   * arrives.
    */
   afterCommit (trx: Knex, forget: (cache: CallerCache) => void): void {
-    if (trx.isTransaction) {
-      const done = () => forget(this)
-      ;(trx as Knex.Transaction).executionPromise.then(done, done)
-    } else {
-      forget(this)
-    }
+    afterCommit(trx, () => forget(this))
   }
 }

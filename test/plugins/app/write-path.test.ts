@@ -118,3 +118,24 @@ t.test('the sweep deletes the rows past CHANGE_RETENTION only', async t => {
   t.equal(await app.outboxSweep(), 1)
   t.equal((await app.knex('change_outbox').count({ n: '*' }))[0]!.n, '1')
 })
+
+t.test('roles: create, update and delete each leave one outbox row; the Admin role refused leaves none', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const headers = bearer(admin.token)
+  const created = await app.inject({ method: 'POST', url: '/api/roles', payload: { name: 'Clerk', permission: ['client-list'] }, headers })
+  t.equal(created.statusCode, 201)
+  const { id } = created.json().data
+  const updated = await app.inject({ method: 'PATCH', url: `/api/roles/${id}`, payload: { permission: ['client-list', 'client-edit'] }, headers: { ...headers, 'if-match': created.headers.etag as string } })
+  t.equal(updated.statusCode, 200)
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/roles/${id}`, headers })).statusCode, 200)
+  const rows = await outboxOf(app, 'role', id)
+  t.same(rows.map(row => row.action), ['create', 'update', 'delete'])
+  t.same(rows[1]!.changed, ['permissions'])
+
+  const adminRole = (await app.knex('roles').where({ name: 'Admin' }).first('id')).id
+  const renamed = await app.inject({ method: 'PATCH', url: `/api/roles/${adminRole}`, payload: { name: 'Boss' }, headers })
+  t.equal(renamed.statusCode, 409)
+  t.same(await outboxOf(app, 'role', adminRole), [])
+  t.same(await auditOf(app, 'role', adminRole), [])
+})

@@ -4,6 +4,7 @@ import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
 import { ADMIN_ROLE, Role, roleListFields } from '../../../../schemas/roles.js'
+import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
 /**
@@ -21,6 +22,14 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   const repository = fastify.rolesRepository
   const { conflict, forbidden, notFound } = fastify.httpErrors
   const roleNotFound = (id: number) => notFound(`Role ${id} not found`)
+  // Every write of a role holds the Admin role's lock first: the last-admin rule of the users'
+  // writes reads the Admin role's holders under it.
+  const kind: RecordKind<Role> = {
+    resource: 'role',
+    lock: async (id, trx) => { await repository.lockAdmin(trx); return repository.find(id, trx) },
+    notFound: roleNotFound,
+    tag: roleTag
+  }
 
   /**
    * The ids of the named permissions that a role of `current` ones is to hold. Nobody acts on a
@@ -51,15 +60,10 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: roleSchemas.store, onRequest: fastify.can('role-create') }, async (request, reply) => {
-    return request.createOnce(reply, async db => {
-      const role = await db.transaction(async trx => {
-        const permissionIds = await changeable(request.body.permission, [], request.user.permissions, trx)
-        const created = await repository.create(request.body.name, permissionIds, trx)
-        await request.audit(trx, { action: 'create', resource: 'role', id: created.id, after: created })
-        return created
-      })
-      return { body: { success: true as const, data: role, message: 'Role created' }, location: `${fastify.prefix}/${role.id}`, etag: roleTag(role) }
-    })
+    return request.createRecord(reply, kind, async trx => {
+      const permissionIds = await changeable(request.body.permission, [], request.user.permissions, trx)
+      return repository.create(request.body.name, permissionIds, trx)
+    }, role => ({ body: { success: true as const, data: role, message: 'Role created' }, location: `${fastify.prefix}/${role.id}` }))
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -70,43 +74,29 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       onRequest: fastify.can('role-edit'),
       handler: async (request, reply) => {
         const { id } = request.params
-        const tags = request.ifMatch()
         const { name, permission } = request.body
-        const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-          await repository.lockAdmin(trx)
-          const current = await repository.find(id, trx)
-          if (!current) throw roleNotFound(id)
-          request.checkIfMatch(tags, roleTag(current))
+        const role = await request.updateRecord(reply, kind, id, async (trx, current) => {
           const before = current.permissions.map(p => p.name)
           if (current.name === ADMIN_ROLE) {
             if (name !== undefined && name !== ADMIN_ROLE) throw conflict('The Admin role cannot be renamed')
             if (permission && before.some(p => !permission.includes(p))) throw conflict('The Admin role cannot lose a permission')
           }
           const permissionIds = await changeable(permission ?? before, before, request.user.permissions, trx)
-          const updated = await repository.update(id, { name, permissionIds: permission && permissionIds }, trx)
-          await request.audit(trx, { action: 'update', resource: 'role', id, before: current, after: updated })
-          return updated
-        }))
-        return reply.header('etag', roleTag(role)).send({ success: true as const, data: role, message: 'Role updated' })
+          return repository.update(id, { name, permissionIds: permission && permissionIds }, trx)
+        })
+        return { success: true as const, data: role, message: 'Role updated' }
       }
     })
   }
 
   fastify.delete('/:id', { schema: roleSchemas.destroy, onRequest: fastify.can('role-delete') }, async (request) => {
     const { id } = request.params
-    const tags = request.ifMatch()
-    const role = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      await repository.lockAdmin(trx)
-      const current = await repository.find(id, trx)
-      if (!current) throw roleNotFound(id)
-      request.checkIfMatch(tags, roleTag(current))
+    const role = await request.deleteRecord(kind, id, async (trx, current) => {
       if (current.name === ADMIN_ROLE) throw conflict('The Admin role cannot be deleted')
       // Deleting a role takes its permissions from its holders: the caller must hold them all.
       await changeable([], current.permissions.map(p => p.name), request.user.permissions, trx)
       await repository.remove(id, trx)
-      await request.audit(trx, { action: 'delete', resource: 'role', id, before: current })
-      return current
-    }))
+    })
     return { success: true as const, data: role, message: 'Role deleted' }
   })
 }

@@ -32,8 +32,8 @@ const UNAUTHENTICATED = 'service, student GET by id, same rounds'
 const POSTGRES_JS = 'ceiling, postgres.js'
 /** The service answering the authenticated GET with an API key, in the same rounds. */
 const KEYED = 'service, API key'
-/** The service writing no audit log, for what the log costs a write. */
-const UNAUDITED = 'service, audit log off'
+/** The service writing no audit log and no change outbox, for what they cost a write. */
+const UNAUDITED = 'service, audit log and change outbox off'
 /** The service with no metrics (METRICS_PORT=off), for what the metrics cost a request. */
 const UNMEASURED = 'service, metrics off'
 /**
@@ -112,7 +112,7 @@ try {
   servers.push(quiet)
   const workers = await start('service, 2 workers', ['dist/server.js'], { ...env, WORKERS: '2' })
   servers.push(workers)
-  const unaudited = await start(UNAUDITED, ['dist/server.js'], { ...env, AUDIT_LOG: 'off' })
+  const unaudited = await start(UNAUDITED, ['dist/server.js'], { ...env, AUDIT_LOG: 'off', CHANGE_OUTBOX: 'off' })
   servers.push(unaudited)
   const unmeasured = await start(UNMEASURED, ['dist/server.js'], { ...env, METRICS_PORT: 'off' })
   servers.push(unmeasured)
@@ -172,14 +172,14 @@ try {
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
     { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer, { server: service, name: GZIP_CLIENT, next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}`, headers: { 'accept-encoding': 'gzip' } }) }], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
-    { name: 'student POST', targets: [service, ceiling, postgresCeiling, peer, ...pooledTargets], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
+    { name: 'student POST', targets: [service, unaudited, ceiling, postgresCeiling, peer, ...pooledTargets], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
     { name: 'student POST, v1', targets: [service], next: () => ({ method: 'POST', path: '/api/v1/students', body: newStudent() }) },
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
     { name: 'student PATCH age', targets: [service], next: () => ({ method: 'PATCH', path: `/students/${randomId(STUDENTS)}`, body: '{"age":44}' }) },
     { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }, { server: service, name: KEYED, next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: byKey }) }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
-    // An audited create beside the same create by a service that writes no audit log.
+    // An audited create beside the same create by a service that writes no audit log nor outbox row.
     { name: 'client POST (auth)', targets: [service, unaudited], next: () => ({ method: 'POST', path: '/api/clients', body: newClient(), headers: auth }) },
     { name: 'profile (auth)', targets: [service], next: () => ({ method: 'GET', path: '/api/profile', headers: auth }) },
     // A refresh beside the logins, in the same rounds: it costs no password hash.
@@ -353,7 +353,8 @@ try {
     'PUT with a matching If-Match ÷ PUT without': paired('student PUT with a matching If-Match', 'service', 'service, student PUT without If-Match'),
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'API key GET ÷ student GET by id': paired('client GET by id (auth)', KEYED, UNAUTHENTICATED),
-    'client POST with auditing ÷ without': paired('client POST (auth)', 'service', UNAUDITED),
+    'client POST with audit and outbox ÷ without': paired('client POST (auth)', 'service', UNAUDITED),
+    'student POST with audit and outbox ÷ without': paired('student POST', 'service', UNAUDITED),
     'through PgBouncer ÷ direct, student GET by id': paired('student GET by id', POOLED, 'service'),
     'through PgBouncer ÷ direct, student POST': paired('student POST', POOLED, 'service'),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { OpenApiTag } from '../../plugins/external/swagger.js'
 import { unwritten } from '../../plugins/app/conditional-requests.js'
 import { allowedVersions } from '../../lib/db/row-versions.js'
+import { CodedError } from '../../lib/http/error-codes.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
 import { studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
@@ -21,7 +22,7 @@ export interface Variant {
 export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
   return async (fastify) => {
     fastify.declareResource({ tag: variant.tag, order: variant.order, schemas: studentSharedSchemas })
-    const students = studentsRepository(fastify.database, message => fastify.httpErrors.conflict(message))
+    const students = studentsRepository(fastify.database, message => new CodedError('email_taken', message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
 

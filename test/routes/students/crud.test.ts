@@ -109,7 +109,7 @@ for (const { name, base } of variants) {
     const dup = await app.inject({ method: 'POST', url: base, payload: { ...ada, email: 'ADA@Example.COM' } })
     t.equal(dup.statusCode, 409)
     t.same(dup.json(), {
-      success: false, statusCode: 409, error: 'Conflict', message: 'A student with e-mail ADA@Example.COM already exists'
+      success: false, statusCode: 409, error: 'Conflict', code: 'email_taken', message: 'A student with e-mail ADA@Example.COM already exists'
     })
     t.equal((await app.inject({ method: 'GET', url: base })).json().length, 1)
   })

@@ -11,7 +11,7 @@ export const ERROR_CODES = {
   malformed_url: { status: 400, meaning: 'The URL cannot be decoded (a bad percent-encoding)' },
   malformed_request: { status: 400, meaning: 'The request is not valid HTTP, or its body is not as long as its `Content-Length`' },
   bad_request: { status: 400, meaning: 'Another request the service cannot take (a CORS preflight without `Origin` and `Access-Control-Request-Method`)', fallback: true },
-  unauthenticated: { status: 401, meaning: 'No bearer token or API key was sent', fallback: true },
+  unauthenticated: { status: 401, meaning: 'No bearer token or API key was sent (or an `Authorization` header of another form)', fallback: true },
   invalid_token: { status: 401, meaning: 'The token or API key is invalid, revoked or expired, or its session has ended: log in again' },
   token_expired: { status: 401, meaning: 'The access token has expired: refresh it' },
   invalid_credentials: { status: 401, meaning: 'The e-mail address and password (or the current password) do not match' },

@@ -168,7 +168,7 @@ t.test('the codes of settings, of the HTTP parser and of an unreachable database
   t.equal(unavailable.headers['retry-after'], '5')
 })
 
-t.test('every declared code was answered above, and the OpenAPI document lists exactly the declared codes', async t => {
+t.test('every declared code was answered above, and the OpenAPI document and the README list exactly the declared codes', async t => {
   t.same([...seen].sort(), [...ERROR_CODE_NAMES].sort(), 'each code provoked by a request')
   const document = JSON.parse(await readFile(path.join(import.meta.dirname, '../../../openapi.json'), 'utf8'))
   const { code, param } = document.components.schemas.ErrorBody.properties
@@ -176,6 +176,9 @@ t.test('every declared code was answered above, and the OpenAPI document lists e
   t.ok(document.components.schemas.ErrorBody.required.includes('code'), 'code is required')
   t.notOk(document.components.schemas.ErrorBody.required.includes('param'), 'param is not')
   t.equal(param.type, 'string')
+  const readme = await readFile(path.join(import.meta.dirname, '../../../README.md'), 'utf8')
+  const table = [...readme.matchAll(/^\| `([a-z_]+)` \| (\d{3}) \| (.+) \|$/gm)].map(([, name, status, meaning]) => [name, Number(status), meaning])
+  t.same(table, Object.entries(ERROR_CODES).map(([name, { status, meaning }]) => [name, status, meaning]), 'the README\'s table is the declaration')
   for (const [name, { status }] of Object.entries(ERROR_CODES)) {
     t.match(name, /^[a-z]+(_[a-z]+)*$/, `${name} is snake_case`)
     t.ok(status >= 400 && status < 600, `${name}: an error status`)

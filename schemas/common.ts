@@ -1,11 +1,22 @@
 import { Type, type ObjectOptions, type TObject, type TSchema } from '@sinclair/typebox'
+import { ERROR_CODE_NAMES, type ErrorCode } from '../lib/http/error-codes.js'
 
 /** The one error body of every route. */
 export const ErrorBody = Type.Object({
   success: Type.Literal(false),
   statusCode: Type.Integer({ minimum: 400, maximum: 599, example: 404 }),
   error: Type.String({ description: 'The HTTP reason phrase', example: 'Not Found' }),
+  code: Type.Unsafe<ErrorCode>({
+    type: 'string',
+    enum: ERROR_CODE_NAMES,
+    description: 'What went wrong, as a stable name to switch on (the README\'s "Errors" lists them with their statuses)',
+    example: 'not_found'
+  }),
   message: Type.String({ example: 'Student 42 not found' }),
+  param: Type.Optional(Type.String({
+    description: 'On validation errors (400): the first field or parameter `data` names, as sent',
+    example: 'email'
+  })),
   data: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()), {
     description: 'On validation errors (400): what is wrong, by field',
     example: { email: ['must match format "email"'] }

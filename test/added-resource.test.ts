@@ -39,7 +39,7 @@ t.test('a resource added as the guide says: pages, filters, sorts, permissions, 
 
   const missing = await app.inject({ url: '/api/notes/999999', headers })
   t.equal(missing.statusCode, 404)
-  t.same(missing.json(), { success: false, statusCode: 404, error: 'Not Found', message: 'Note 999999 not found' })
+  t.same(missing.json(), { success: false, statusCode: 404, error: 'Not Found', code: 'not_found', message: 'Note 999999 not found' })
   const bad = await app.inject({ method: 'POST', url: '/api/notes', headers, payload: { title: '', pinned: 'yes' } })
   t.equal(bad.statusCode, 400)
   t.match(bad.json(), { success: false, statusCode: 400, error: 'Bad Request' })

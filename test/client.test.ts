@@ -53,7 +53,7 @@ t.test('against the quick start (npm start, defaults): the administrator it logg
 
   const wrong = await scenario(server.url, { ADMIN_PASSWORD: 'not the administrator\'s password' })
   t.equal(wrong.code, 1)
-  t.match(wrong.stderr, /^not ok - log in as the administrator: HTTP 401 \{"success":false,"statusCode":401,"error":"Unauthorized","message":"[^"]+"\}\n$/,
+  t.match(wrong.stderr, /^not ok - log in as the administrator: HTTP 401 \{"success":false,"statusCode":401,"error":"Unauthorized","code":"invalid_credentials","message":"[^"]+"\}\n$/,
     'a failed step prints its name, the status and the body')
 
   const right = await scenario(server.url, { ADMIN_PASSWORD: password })

@@ -1,4 +1,5 @@
 import knex from 'knex'
+import type { ErrorCode } from '../http/error-codes.js'
 
 /** Whether the error is PostgreSQL's unique_violation on the given index. */
 function isUniqueViolation (error: unknown, index: string): boolean {
@@ -18,11 +19,11 @@ export function uniqueConflict (error: unknown, index: string, conflict: () => E
  * constraint or the key's values, and nothing read from the message's text, which is in the
  * server's language. Undefined for any other error.
  */
-export function foreignKeyMessage (error: unknown, method: string): string | undefined {
+export function foreignKeyRefusal (error: unknown, method: string): { code: ErrorCode, message: string } | undefined {
   const { code, table } = error as { code?: unknown, table?: unknown }
   if (code !== '23503') return undefined
-  if (method === 'DELETE' && typeof table === 'string') return `The record is still referred to by ${table}; change or remove those first`
-  return 'The record refers to one that does not exist'
+  if (method === 'DELETE' && typeof table === 'string') return { code: 'referenced', message: `The record is still referred to by ${table}; change or remove those first` }
+  return { code: 'missing_reference', message: 'The record refers to one that does not exist' }
 }
 
 // The errors of connections that failed (lib/db/service-client.ts marks them): pg gives the

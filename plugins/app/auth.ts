@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import fastifyJwt from '@fastify/jwt'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { MAX_ID } from '../../lib/http/limits.js'
+import { CodedError, type ErrorCode } from '../../lib/http/error-codes.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
 import { API_KEY_PATTERN, apiKeyHash } from '../../lib/auth/api-keys.js'
 import type { LiveSession } from './sessions-repository.js'
@@ -107,9 +108,9 @@ export default fp(async (fastify) => {
   })
   const verifiedTokens = new VerifiedTokens<TokenClaims>(cacheSize)
 
-  const unauthorized = (reply: FastifyReply, message: string) => {
+  const unauthorized = (reply: FastifyReply, message: string, code: ErrorCode = 'invalid_token') => {
     reply.header('www-authenticate', 'Bearer realm="api"')
-    return fastify.httpErrors.unauthorized(message)
+    return new CodedError(code, message)
   }
 
   fastify.decorate('sessionTokens', (session: LiveSession, refreshToken: string, issuedAt: number, jti: string = randomUUID()): SessionTokens => {
@@ -146,13 +147,14 @@ export default fp(async (fastify) => {
     const key = KEY_BEARER.exec(authorization)?.[1]
     if (key !== undefined) return authenticateKey(request, reply, key)
     const token = BEARER.exec(authorization)?.[1]
-    if (!token) throw unauthorized(reply, 'A bearer token or API key is required')
+    if (!token) throw unauthorized(reply, 'A bearer token or API key is required', 'unauthenticated')
 
     let claims: TokenClaims
     try {
       claims = verifiedTokens.claims(token, text => fastify.jwt.verify<TokenClaims>(text))
-    } catch {
-      throw unauthorized(reply, 'The token is invalid or has expired')
+    } catch (error) {
+      // fast-jwt checks the signature first: only a token of this service is told expired.
+      throw unauthorized(reply, 'The token is invalid or has expired', (error as { code?: string }).code === 'FAST_JWT_EXPIRED' ? 'token_expired' : 'invalid_token')
     }
     if (!wellFormed(claims)) throw unauthorized(reply, 'The token is invalid or has expired')
     const id = Number(claims.sub)
@@ -174,7 +176,7 @@ export default fp(async (fastify) => {
   })
 
   fastify.decorate('refuseKeys', async (request: FastifyRequest) => {
-    if (request.user.keyId !== undefined) throw fastify.httpErrors.forbidden('An API key cannot manage API keys, sessions or the profile: use an access token')
+    if (request.user.keyId !== undefined) throw new CodedError('access_token_required', 'An API key cannot manage API keys, sessions or the profile: use an access token')
   })
 
   fastify.decorate('can', (permission: string) => async (request: FastifyRequest) => {

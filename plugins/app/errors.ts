@@ -4,7 +4,8 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
-import { databaseBusy, databaseUnavailable, foreignKeyMessage } from '../../lib/db/db-errors.js'
+import { databaseBusy, databaseUnavailable, foreignKeyRefusal } from '../../lib/db/db-errors.js'
+import { codeOf, type ErrorCode } from '../../lib/http/error-codes.js'
 import { InvalidFields } from '../../lib/http/invalid-fields.js'
 import { PreconditionFailedError } from './conditional-requests.js'
 import { HandlerTimeoutError } from './request-timing.js'
@@ -42,9 +43,12 @@ const PARTS: Record<SchemaErrorDataVar, string> = {
   body: 'request body', querystring: 'query string', params: 'path', headers: 'headers'
 }
 
-/** The contract's error body. */
-export function errorBody (statusCode: number, message: string, data?: Record<string, string[]>) {
-  return { success: false, statusCode, error: STATUS_CODES[statusCode], message, ...(data && { data }) }
+/**
+ * The contract's error body; a validation error's `param` is the first field its `data` names
+ * (lib/http/error-codes.ts declares every `code`).
+ */
+export function errorBody (statusCode: number, code: ErrorCode, message: string, data?: Record<string, string[]>) {
+  return { success: false, statusCode, error: STATUS_CODES[statusCode], code, message, ...(data && { param: Object.keys(data)[0], data }) }
 }
 
 /**
@@ -56,8 +60,8 @@ export class UnavailableError extends Error {
   readonly statusCode = 503
 }
 
-function sendError (reply: FastifyReply, statusCode: number, message: string, data?: Record<string, string[]>) {
-  return reply.code(statusCode).send(errorBody(statusCode, message, data))
+function sendError (reply: FastifyReply, statusCode: number, code: ErrorCode, message: string, data?: Record<string, string[]>) {
+  return reply.code(statusCode).send(errorBody(statusCode, code, message, data))
 }
 
 /**
@@ -67,14 +71,14 @@ function sendError (reply: FastifyReply, statusCode: number, message: string, da
 export function frameworkErrors (error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   request.log.info({ method: request.method, url: request.url, code: error.code }, 'request refused: a malformed URL')
   reply.headers(SECURITY_HEADERS)
-  return sendError(reply, 400, 'The URL is malformed (a bad percent-encoding)')
+  return sendError(reply, 400, 'malformed_url', 'The URL is malformed (a bad percent-encoding)')
 }
 
-/** What Node's HTTP parser refuses, as the client's fault: status and message. */
-function parserError (code: string | undefined): [number, string] {
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'The request was not received in time']
-  if (code === 'HPE_HEADER_OVERFLOW') return [431, 'The request\'s headers (or URL) are larger than the limit']
-  return [400, 'The request is not valid HTTP']
+/** What Node's HTTP parser refuses, as the client's fault: status, code and message. */
+function parserError (code: string | undefined): [number, ErrorCode, string] {
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return [408, 'request_timeout', 'The request was not received in time']
+  if (code === 'HPE_HEADER_OVERFLOW') return [431, 'headers_too_large', 'The request\'s headers (or URL) are larger than the limit']
+  return [400, 'malformed_request', 'The request is not valid HTTP']
 }
 
 /**
@@ -87,20 +91,20 @@ export function clientErrorHandler (this: FastifyInstance, error: Error & { code
   // Which of the two a client that left shows first is the network's timing.
   /* c8 ignore next */
   if (error.code === 'ECONNRESET' || socket.destroyed) return
-  const [statusCode, message] = parserError(error.code)
+  const [statusCode, code, message] = parserError(error.code)
   this.log.info({ code: error.code, statusCode }, 'request refused by the HTTP parser')
   /* c8 ignore next 4 -- a client that closed its side of the connection already */
   if (!socket.writable) {
     socket.destroy(error)
     return
   }
-  socket.write(rawAnswer(statusCode, message))
+  socket.write(rawAnswer(statusCode, code, message))
   socket.destroy(error)
 }
 
 /** A whole HTTP answer in the error body, with the security headers, that closes its connection. */
-function rawAnswer (statusCode: number, message: string): string {
-  const body = JSON.stringify(errorBody(statusCode, message))
+function rawAnswer (statusCode: number, code: ErrorCode, message: string): string {
+  const body = JSON.stringify(errorBody(statusCode, code, message))
   const headers = {
     ...SECURITY_HEADERS,
     'content-type': 'application/json; charset=utf-8',
@@ -121,7 +125,7 @@ export function connectHandler (this: FastifyInstance, request: IncomingMessage,
   // resets the connection must not end the process.
   /* c8 ignore next -- only a client that resets the connection before reading the answer */
   socket.on('error', () => {})
-  socket.end(rawAnswer(404, `Route CONNECT ${request.url!.split('?')[0]} not found`))
+  socket.end(rawAnswer(404, 'route_not_found', `Route CONNECT ${request.url!.split('?')[0]} not found`))
 }
 
 /**
@@ -136,44 +140,44 @@ export default fp(async (fastify) => {
       const data = fieldErrors(error.validation, context)
       const summary = Object.entries(data).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')
       request.log.debug({ validation: data }, 'invalid request')
-      return sendError(reply, 400, `Invalid ${PARTS[context]}: ${summary}`, data)
+      return sendError(reply, 400, context === 'body' ? 'invalid_body' : 'invalid_parameter', `Invalid ${PARTS[context]}: ${summary}`, data)
     }
     // The client left before its request had all arrived: nobody to answer, and no fault of the server's.
     if (request.raw.complete === false && (request.raw.readableAborted || request.raw.socket.destroyed)) {
       request.log.info({ method: request.method, url: request.url }, 'the client closed the connection before its request had arrived')
-      return sendError(reply, 400, 'The request was not received whole')
+      return sendError(reply, 400, 'malformed_request', 'The request was not received whole')
     }
     if (error instanceof UnavailableError) {
       request.log.debug({ err: error }, 'request shed')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-      return sendError(reply, 503, error.message)
+      return sendError(reply, 503, 'unavailable', error.message)
     }
     if (error instanceof HandlerTimeoutError) {
       request.log.error({ err: error }, 'request timed out')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-      return sendError(reply, 503, 'The request took too long; try again later')
+      return sendError(reply, 503, 'unavailable', 'The request took too long; try again later')
     }
     if (databaseBusy(error)) {
       request.log.error({ err: error }, 'database busy')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-      return sendError(reply, 503, 'The database is busy; try again later')
+      return sendError(reply, 503, 'unavailable', 'The database is busy; try again later')
     }
     if (databaseUnavailable(error)) {
       request.log.error({ err: error }, 'database unavailable')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-      return sendError(reply, 503, 'The database is unavailable; try again later')
+      return sendError(reply, 503, 'unavailable', 'The database is unavailable; try again later')
     }
-    const referred = foreignKeyMessage(error, request.method)
+    const referred = foreignKeyRefusal(error, request.method)
     if (referred !== undefined) {
       request.log.debug({ err: error }, 'a foreign key refused the change')
-      return sendError(reply, 409, referred)
+      return sendError(reply, 409, referred.code, referred.message)
     }
     const statusCode = error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 600
       ? error.statusCode
       : 500
     if (statusCode >= 500) {
       request.log.error({ err: error }, 'unexpected error')
-      return sendError(reply, statusCode, 'The server failed to answer this request')
+      return sendError(reply, statusCode, codeOf(error, statusCode), 'The server failed to answer this request')
     }
     // The current tag, so that the client can read the record again and decide.
     if (error instanceof PreconditionFailedError) reply.header('etag', error.etag)
@@ -181,6 +185,6 @@ export default fp(async (fastify) => {
     // would let anyone fill the logs.
     // plugins/app/request-log.ts logs the request; its stack only with LOG_LEVEL=debug.
     request.log.debug({ err: error }, 'why the request was refused')
-    return sendError(reply, statusCode, error.message, error instanceof InvalidFields ? error.fields : undefined)
+    return sendError(reply, statusCode, codeOf(error, statusCode), error.message, error instanceof InvalidFields ? error.fields : undefined)
   })
 }, { name: 'errors' })

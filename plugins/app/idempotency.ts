@@ -5,6 +5,7 @@ import type { Knex } from 'knex'
 import { composed, insert, runOnPool, type Companion, type Insertion, type PreparedQuery } from '../../lib/db/prepared-query.js'
 import { recordFields } from '../../lib/db/record-text.js'
 import { canonicalJson } from '../../lib/http/canonical-json.js'
+import { CodedError } from '../../lib/http/error-codes.js'
 import { Statement, type Scalar } from '../../lib/db/statement-query.js'
 
 /** What a create made: the answer's body, the new record's address and, if it has one, its tag. */
@@ -148,10 +149,10 @@ export default fp(async (fastify) => {
   const scopeOf = (request: FastifyRequest) => request.user ? `user ${request.user.id}` : `route ${request.method} ${request.routeOptions.url!}`
   const underWay = (reply: FastifyReply) => {
     reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-    return fastify.httpErrors.conflict('A request with this Idempotency-Key is under way: try again shortly')
+    return new CodedError('idempotency_key_in_progress', 'A request with this Idempotency-Key is under way: try again shortly')
   }
-  const keptByAnotherVersion = () => fastify.httpErrors.unprocessableEntity('This Idempotency-Key\'s answer was kept by another version of this service, which created the record: use a new key for a new request')
-  const otherRequest = () => fastify.httpErrors.unprocessableEntity('This Idempotency-Key was used with another request: use a new key for a new request')
+  const keptByAnotherVersion = () => new CodedError('idempotency_key_reused', 'This Idempotency-Key\'s answer was kept by another version of this service, which created the record: use a new key for a new request')
+  const otherRequest = () => new CodedError('idempotency_key_reused', 'This Idempotency-Key was used with another request: use a new key for a new request')
 
   fastify.decorateRequest('createOnce', async function (this: FastifyRequest, reply: FastifyReply, create: (db: Knex) => Promise<Created>) {
     const key = keyOf(this)

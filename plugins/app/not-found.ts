@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest, FastifyReply } from 'fastify'
+import { CodedError } from '../../lib/http/error-codes.js'
 
 /** The methods an Allow header may name: those the routes take (OPTIONS is CORS's, below). */
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE']
@@ -29,6 +30,6 @@ export default fp(async (fastify) => {
     preValidation: methodNotAllowed,
     preHandler: fastify.throttle('not-found', fastify.config.auth.rateLimit.notFoundPerIp)
   }, async (request) => {
-    throw fastify.httpErrors.notFound(`Route ${request.method} ${request.url.split('?')[0]} not found`)
+    throw new CodedError('route_not_found', `Route ${request.method} ${request.url.split('?')[0]} not found`)
   })
 }, { name: 'not-found', dependencies: ['errors', 'throttle', 'sensible'] })

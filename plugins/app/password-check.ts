@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
+import { CodedError } from '../../lib/http/error-codes.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,7 +41,7 @@ export default fp(async (fastify) => {
     const { usersRepository } = fastify
     const current = await usersRepository.profile(this.user.id)
     /* c8 ignore next -- the caller deleted between the token's check and this read */
-    if (!current) throw fastify.httpErrors.unauthorized('The token is no longer valid')
+    if (!current) throw new CodedError('invalid_token', 'The token is no longer valid')
     const attempt = fastify.attempt('login', this, current.email)
     const { counts, user } = await usersRepository.findCredentialsCounting(current.email, attempt)
     attempt.check(reply, counts)
@@ -50,7 +51,7 @@ export default fp(async (fastify) => {
     if (!matches) {
       await this.auditFailedLogin(current.email, current.id)
       reply.header('www-authenticate', 'Bearer realm="api"')
-      throw fastify.httpErrors.unauthorized('The current password does not match')
+      throw new CodedError('invalid_credentials', 'The current password does not match')
     }
     return user!.password
   })
@@ -62,7 +63,7 @@ export default fp(async (fastify) => {
   fastify.decorateRequest('passwordUnchanged', async function (this: FastifyRequest, reply: FastifyReply, trx: Knex, verified: string) {
     if (await fastify.usersRepository.lockedPassword(this.user.id, trx) !== verified) {
       reply.header('www-authenticate', 'Bearer realm="api"')
-      throw fastify.httpErrors.unauthorized('The password changed while this request was checked: send the current one')
+      throw new CodedError('invalid_credentials', 'The password changed while this request was checked: send the current one')
     }
   })
 }, { name: 'password-check', dependencies: ['sensible', 'knex', 'audit', 'request-timing', 'throttle', 'passwords', 'users-repository'] })

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
+import { CodedError } from '../../lib/http/error-codes.js'
 import { ADMIN_ROLE, Role, roleListFields } from '../../schemas/roles.js'
 import { NamedRef } from '../../schemas/common.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
@@ -103,5 +104,5 @@ function createRolesRepository (database: Database, cache: CallerCache, conflict
 
 /** Data access for roles and their permissions. */
 export default fp(async (fastify) => {
-  fastify.decorate('rolesRepository', createRolesRepository(fastify.database, fastify.callerCache, message => fastify.httpErrors.conflict(message)))
+  fastify.decorate('rolesRepository', createRolesRepository(fastify.database, fastify.callerCache, message => new CodedError('name_taken', message)))
 }, { name: 'roles-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
+import { CodedError } from '../../lib/http/error-codes.js'
 import { emailKey } from '../../lib/auth/email.js'
 import { ADMIN_ROLE } from '../../schemas/roles.js'
 import { User, userListFields } from '../../schemas/users.js'
@@ -246,5 +247,5 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
 
 /** Data access for users and their roles. Password hashes never leave it but for login. */
 export default fp(async (fastify) => {
-  fastify.decorate('usersRepository', createUsersRepository(fastify.database, fastify.callerCache, fastify.sessionsRepository, message => fastify.httpErrors.conflict(message)))
+  fastify.decorate('usersRepository', createUsersRepository(fastify.database, fastify.callerCache, fastify.sessionsRepository, message => new CodedError('email_taken', message)))
 }, { name: 'users-repository', dependencies: ['knex', 'sensible', 'caller-cache', 'sessions-repository'] })

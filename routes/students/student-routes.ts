@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { OpenApiTag } from '../../plugins/external/swagger.js'
+import { CodedError } from '../../lib/http/error-codes.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
 import type { RecordKind } from '../../plugins/app/write-path.js'
@@ -20,7 +21,7 @@ export interface Variant {
 export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
   return async (fastify) => {
     fastify.declareResource({ tag: variant.tag, order: variant.order, schemas: studentSharedSchemas })
-    const students = studentsRepository(fastify.database, message => fastify.httpErrors.conflict(message))
+    const students = studentsRepository(fastify.database, message => new CodedError('email_taken', message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
     const kind: RecordKind<Student> = { resource: 'student', lock: students.lock, notFound }

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { contentTag } from '../../../lib/http/entity-tags.js'
+import { CodedError } from '../../../lib/http/error-codes.js'
 import { InvalidFields } from '../../../lib/http/invalid-fields.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import type { Profile } from '../../../plugins/app/users-repository.js'
@@ -64,7 +65,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       if (verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
       const before = await usersRepository.findLocked(id, trx)
       /* c8 ignore next -- the caller deleted since the token's check */
-      if (!before) throw fastify.httpErrors.unauthorized('The token is no longer valid')
+      if (!before) throw new CodedError('invalid_token', 'The token is no longer valid')
       if (tags !== undefined) request.checkIfMatch(tags, profileTag(await usersRepository.profile(id, trx)))
       const after = await usersRepository.update(id, { name, email, passwordHash }, trx)
       if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import type { EndedSession } from '../../../plugins/app/sessions-repository.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
+import { CodedError } from '../../../lib/http/error-codes.js'
 import { accessTokenId, REFRESH_TOKEN, refreshSecret, successorOf } from '../../../lib/auth/refresh-tokens.js'
 import { authSchemas, authTag } from './schema.js'
 
@@ -49,7 +50,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       // Alike for an unknown address and a wrong password, as the answer is.
       await request.auditFailedLogin(email, user?.id ?? null)
       reply.header('www-authenticate', 'Bearer realm="api"')
-      throw fastify.httpErrors.unauthorized('These credentials do not match our records')
+      throw new CodedError('invalid_credentials', 'These credentials do not match our records')
     }
     const { session, refreshToken, issuedAt } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
       const started = await sessionsRepository.start(trx, user!.id, client(request))
@@ -97,7 +98,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       if (!await request.guardWrite(() => sessionsRepository.endIfReused(token, auditReuse(request)))) throw limited
       reply.removeHeader('retry-after')
       reply.header('www-authenticate', 'Bearer realm="api"')
-      throw fastify.httpErrors.unauthorized(REFUSED.reused)
+      throw new CodedError('invalid_refresh_token', REFUSED.reused)
     }
     const refresh = REFRESH_TOKEN.test(token)
       ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors), auditReuse(request)))
@@ -107,7 +108,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       return { success: true as const, ...fastify.sessionTokens(refresh.session, successor, refresh.issuedAt, accessTokenId(successor)) }
     }
     reply.header('www-authenticate', 'Bearer realm="api"')
-    throw fastify.httpErrors.unauthorized(REFUSED[refresh.outcome])
+    throw new CodedError('invalid_refresh_token', REFUSED[refresh.outcome])
   })
 }
 

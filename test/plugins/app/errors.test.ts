@@ -38,21 +38,21 @@ const SECURITY = { 'x-content-type-options': 'nosniff', 'x-frame-options': 'DENY
 t.test('what never reaches a route is answered in the error body with the security headers', async t => {
   const app = await build(t)
   await app.listen({ port: 0, host: '127.0.0.1' })
-  const cases: [string, string, number][] = [
-    ['a malformed URL', 'GET /students/% HTTP/1.1\r\nHost: x\r\n\r\n', 400],
-    ['a malformed URL on a guarded route', 'GET /api/clients/%zz HTTP/1.1\r\nHost: x\r\n\r\n', 400],
-    ['headers over the size limit', `GET /students HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
-    ['a URL over the size limit', `GET /students?${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431],
-    ['Transfer-Encoding and Content-Length', 'POST /students HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400],
-    ['not HTTP', 'HELLO\r\n\r\n', 400]
+  const cases: [string, string, number, string][] = [
+    ['a malformed URL', 'GET /students/% HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_url'],
+    ['a malformed URL on a guarded route', 'GET /api/clients/%zz HTTP/1.1\r\nHost: x\r\n\r\n', 400, 'malformed_url'],
+    ['headers over the size limit', `GET /students HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431, 'headers_too_large'],
+    ['a URL over the size limit', `GET /students?${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, 'headers_too_large'],
+    ['Transfer-Encoding and Content-Length', 'POST /students HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', 400, 'malformed_request'],
+    ['not HTTP', 'HELLO\r\n\r\n', 400, 'malformed_request']
   ]
-  for (const [label, request, status] of cases) {
+  for (const [label, request, status, code] of cases) {
     const res = await raw(app, request)
     t.equal(res.status, status, label)
     t.match(res.headers, { ...SECURITY, 'content-type': /^application\/json/ }, `${label}: the security headers`)
     const body = JSON.parse(res.body)
-    t.same(Object.keys(body).sort(), ['error', 'message', 'statusCode', 'success'], `${label}: the error body and nothing else`)
-    t.match(body, { success: false, statusCode: status, error: String, message: String }, label)
+    t.same(Object.keys(body).sort(), ['code', 'error', 'message', 'statusCode', 'success'], `${label}: the error body and nothing else`)
+    t.match(body, { success: false, statusCode: status, error: String, code, message: String }, label)
     t.notMatch(res.body, /FST_|HPE_|ERR_/, `${label}: no internal code name`)
   }
 })
@@ -71,7 +71,7 @@ t.test('CONNECT is answered as any method no route serves, in the error body, an
     t.match(head, /^HTTP\/1\.1 404 Not Found\r\n/, target)
     t.match(head, /\r\nconnection: close(\r\n|$)/)
     t.match(head, /\r\nx-content-type-options: nosniff\r\n/)
-    t.same(JSON.parse(body), { success: false, statusCode: 404, error: 'Not Found', message: `Route CONNECT ${target} not found` })
+    t.same(JSON.parse(body), { success: false, statusCode: 404, error: 'Not Found', code: 'route_not_found', message: `Route CONNECT ${target} not found` })
   }
 })
 
@@ -90,10 +90,10 @@ t.test('a foreign key refusing a change: 409 naming the table that refers, and n
 
   const referred = await app.inject({ method: 'DELETE', url: '/faults/parents/1' })
   t.equal(referred.statusCode, 409, 'a record still referred to')
-  t.same(referred.json(), { success: false, statusCode: 409, error: 'Conflict', message: 'The record is still referred to by fault_children; change or remove those first' })
+  t.same(referred.json(), { success: false, statusCode: 409, error: 'Conflict', code: 'referenced', message: 'The record is still referred to by fault_children; change or remove those first' })
   const missing = await app.inject({ method: 'POST', url: '/faults/children', payload: { parent_id: 99 } })
   t.equal(missing.statusCode, 409, 'a reference to a record that does not exist')
-  t.same(missing.json(), { success: false, statusCode: 409, error: 'Conflict', message: 'The record refers to one that does not exist' })
+  t.same(missing.json(), { success: false, statusCode: 409, error: 'Conflict', code: 'missing_reference', message: 'The record refers to one that does not exist' })
   for (const res of [referred, missing]) t.notMatch(res.body, /fkey|foreign|Key \(|parent_id|99/, 'no constraint, column or key value')
 
   t.equal((await app.inject({ method: 'DELETE', url: '/faults/parents/2' })).statusCode, 204, 'a record nothing refers to is deleted')
@@ -105,7 +105,7 @@ t.test('a missing file is the server\'s fault (500), not the database\'s (503)',
   const res = await app.inject({ url: '/faults/file' })
   t.equal(res.statusCode, 500)
   t.equal(res.headers['retry-after'], undefined, 'no Retry-After: retrying will not help')
-  t.same(res.json(), { success: false, statusCode: 500, error: 'Internal Server Error', message: 'The server failed to answer this request' })
+  t.same(res.json(), { success: false, statusCode: 500, error: 'Internal Server Error', code: 'internal_error', message: 'The server failed to answer this request' })
   t.notMatch(res.body, /ENOENT|not-there/, 'nothing of the cause')
 })
 
@@ -121,7 +121,7 @@ t.test('headers not received within REQUEST_TIMEOUT: 408 in the error body, and 
   t.match(head, /^HTTP\/1\.1 408 Request Timeout\r\n/)
   t.match(head, /\r\nconnection: close(\r\n|$)/)
   t.match(head, /\r\nx-content-type-options: nosniff\r\n/)
-  t.same(JSON.parse(body), { success: false, statusCode: 408, error: 'Request Timeout', message: 'The request was not received in time' })
+  t.same(JSON.parse(body), { success: false, statusCode: 408, error: 'Request Timeout', code: 'request_timeout', message: 'The request was not received in time' })
   t.ok(socket.destroyed, 'closed')
 })
 

@@ -5,7 +5,7 @@ t.test('a route that does not exist: 404 in the error body', async t => {
   const app = await build(t)
   const res = await app.inject({ url: '/nowhere?x=1' })
   t.equal(res.statusCode, 404)
-  t.same(res.json(), { success: false, statusCode: 404, error: 'Not Found', message: 'Route GET /nowhere not found' })
+  t.same(res.json(), { success: false, statusCode: 404, error: 'Not Found', code: 'route_not_found', message: 'Route GET /nowhere not found' })
 })
 
 t.test('a client asking for routes that do not exist is answered 429 past NOT_FOUND_RATE_LIMIT_IP', async t => {
@@ -50,7 +50,7 @@ t.test('a method a path does not take: 405 in the error body, with Allow naming 
     const path = url.split('?')[0]
     t.equal(res.statusCode, 405, `${method} ${url}`)
     t.equal(res.headers.allow, allow, `${method} ${url}: Allow`)
-    t.same(res.json(), { success: false, statusCode: 405, error: 'Method Not Allowed', message: `Method ${method} not allowed on ${path}; it takes ${allow}` }, `${method} ${url}: the error body`)
+    t.same(res.json(), { success: false, statusCode: 405, error: 'Method Not Allowed', code: 'method_not_allowed', message: `Method ${method} not allowed on ${path}; it takes ${allow}` }, `${method} ${url}: the error body`)
   }
   t.equal((await app.inject({ method: 'PATCH', url: '/api/clients/5' })).statusCode, 401, 'a method the path takes is routed as before')
   for (const method of ['GET', 'PATCH', 'DELETE'] as const) {

@@ -64,7 +64,7 @@ t.test('a handler slower than HANDLER_TIMEOUT: 503 with Retry-After when the tim
   const res = await get(port, '/slow', agent)
   t.equal(res.status, 503)
   t.equal(res.headers['retry-after'], '5')
-  t.same(res.body, { success: false, statusCode: 503, error: 'Service Unavailable', message: 'The request took too long; try again later' })
+  t.same(res.body, { success: false, statusCode: 503, error: 'Service Unavailable', code: 'unavailable', message: 'The request took too long; try again later' })
   t.ok(res.ms >= TIMEOUT_MS && res.ms < SLOW_HANDLER_MS, `answered after ${res.ms} ms, not when the handler finished`)
   t.ok(logs.some(line => line.msg === 'request timed out' && line.level === 50), 'logged as an error')
 

@@ -82,7 +82,7 @@ t.test('login: a token for the right password, the same 401 for a wrong address 
       t.equal(res.headers['www-authenticate'], 'Bearer realm="api"')
     }
     t.equal(wrongPassword.body, wrongEmail.body, 'the same body')
-    t.same(wrongEmail.json(), { success: false, statusCode: 401, error: 'Unauthorized', message: 'These credentials do not match our records' })
+    t.same(wrongEmail.json(), { success: false, statusCode: 401, error: 'Unauthorized', code: 'invalid_credentials', message: 'These credentials do not match our records' })
   })
 
   await t.test('an empty body is 400, naming both fields', async t => {

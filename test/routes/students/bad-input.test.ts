@@ -125,7 +125,7 @@ t.test('unknown routes answer the error body', async t => {
   const app = await build(t)
   const res = await app.inject({ method: 'GET', url: '/nowhere?x=1' })
   t.equal(res.statusCode, 404)
-  t.same(res.json(), { success: false, statusCode: 404, error: 'Not Found', message: 'Route GET /nowhere not found' })
+  t.same(res.json(), { success: false, statusCode: 404, error: 'Not Found', code: 'route_not_found', message: 'Route GET /nowhere not found' })
 })
 
 t.test('a database failure answers 500 without SQL', async t => {
@@ -139,6 +139,6 @@ t.test('a database failure answers 500 without SQL', async t => {
   ] as const) {
     const res = await app.inject(request)
     t.equal(res.statusCode, 500, `${request.method} ${request.url}`)
-    t.same(res.json(), { success: false, statusCode: 500, error: 'Internal Server Error', message: 'The server failed to answer this request' })
+    t.same(res.json(), { success: false, statusCode: 500, error: 'Internal Server Error', code: 'internal_error', message: 'The server failed to answer this request' })
   }
 })

@@ -49,7 +49,7 @@ for (const { name, base } of variants) {
     await t.test('a deleted student is 404 to GET, naming it, and to DELETE', async t => {
       const gone = await app.inject({ method: 'GET', url: `${base}/${body.id}` })
       t.equal(gone.statusCode, 404)
-      t.same(gone.json(), { success: false, statusCode: 404, error: 'Not Found', message: `Student ${body.id} not found` })
+      t.same(gone.json(), { success: false, statusCode: 404, error: 'Not Found', code: 'not_found', message: `Student ${body.id} not found` })
 
       const again = await app.inject({ method: 'DELETE', url: `${base}/${body.id}` })
       t.equal(again.statusCode, 404)
@@ -109,7 +109,7 @@ for (const { name, base } of variants) {
     const dup = await app.inject({ method: 'POST', url: base, payload: { ...ada, email: 'ADA@Example.COM' } })
     t.equal(dup.statusCode, 409)
     t.same(dup.json(), {
-      success: false, statusCode: 409, error: 'Conflict', message: 'A student with e-mail ADA@Example.COM already exists'
+      success: false, statusCode: 409, error: 'Conflict', code: 'email_taken', message: 'A student with e-mail ADA@Example.COM already exists'
     })
     t.equal((await app.inject({ method: 'GET', url: base })).json().length, 1)
   })

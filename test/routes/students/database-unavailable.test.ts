@@ -21,7 +21,7 @@ t.test('a request that finds no database connection in time answers 503 with Ret
     t.equal(res.statusCode, 503, `${method} ${url}`)
     t.equal(res.headers['retry-after'], '5')
     t.same(res.json(), {
-      success: false, statusCode: 503, error: 'Service Unavailable', message: 'The database is unavailable; try again later'
+      success: false, statusCode: 503, error: 'Service Unavailable', code: 'unavailable', message: 'The database is unavailable; try again later'
     })
   }
 })

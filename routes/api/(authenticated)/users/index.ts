@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
+import { CodedError } from '../../../../lib/http/error-codes.js'
 import { confirmedPassword } from '../../../../lib/auth/passwords.js'
 import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { representationTagger } from '../../../../lib/http/entity-tags.js'
@@ -23,7 +24,7 @@ const userTag = representationTagger(User, [NamedRef])
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })
   const { usersRepository, rolesRepository } = fastify
-  const { conflict, forbidden, notFound } = fastify.httpErrors
+  const { forbidden, notFound } = fastify.httpErrors
   const userNotFound = (id: number) => notFound(`User ${id} not found`)
 
   /**
@@ -58,7 +59,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
    */
   function notByOwnKey (request: FastifyRequest, id: number) {
     if (request.user.keyId !== undefined && request.user.id === id) {
-      throw forbidden('An API key cannot change or delete the user it belongs to: use an access token')
+      throw new CodedError('access_token_required', 'An API key cannot change or delete the user it belongs to: use an access token')
     }
   }
 
@@ -71,7 +72,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   /** Refuses to leave no user holding Admin. */
   async function keepAnAdmin (trx: Knex) {
-    if (await usersRepository.countAdmins(trx) === 0) throw conflict('The last user holding Admin cannot be deleted or lose it')
+    if (await usersRepository.countAdmins(trx) === 0) throw new CodedError('last_admin', 'The last user holding Admin cannot be deleted or lose it')
   }
 
   fastify.get('/', { schema: userSchemas.index, onRequest: fastify.can('user-list') }, async (request, reply) => {

@@ -128,6 +128,30 @@ function prepareQuery (kinds: Map<string, Kind>, data: Record<string, unknown>):
  * schema's types — integers only from plain decimal digits, never "1e3" or "0x10".
  */
 export function buildValidator (externalSchemas: Record<string, AnySchema>) {
+  const shared = JSON.stringify(externalSchemas)
+  let compiler = compilers.get(shared)
+  if (compiler === undefined) compilers.set(shared, compiler = newCompiler(externalSchemas))
+  const { validators, build } = compiler
+  return (route: FastifyRouteSchemaDef<AnySchema>) => {
+    const key = `${route.httpPart}\n${JSON.stringify(route.schema)}`
+    let validator = validators.get(key)
+    if (validator === undefined) validators.set(key, validator = build(route))
+    return validator
+  }
+}
+
+/** A route part's validator, as Fastify's schema controller takes it. */
+type Validator = ((data: Record<string, unknown>) => unknown) & { errors?: unknown }
+interface Compiler { validators: Map<string, Validator>, build: (route: FastifyRouteSchemaDef<AnySchema>) => Validator }
+
+/**
+ * The validators compiled in this process, by the shared schemas and then by each schema's
+ * text: the service builds its app once, but a process that builds it again and again (a test
+ * file builds it for each test) would otherwise spend most of each build in ajv's compiler.
+ */
+const compilers = new Map<string, Compiler>()
+
+function newCompiler (externalSchemas: Record<string, AnySchema>): Compiler {
   const exact = createAjv({ coerceTypes: false })
   const coercing = createAjv({ coerceTypes: true })
   for (const schema of Object.values(externalSchemas)) {
@@ -135,8 +159,8 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
     coercing.addSchema(schema)
   }
 
-  return ({ schema, httpPart }: FastifyRouteSchemaDef<AnySchema>) => {
-    if (httpPart === 'body') return exact.compile(schema)
+  const build = ({ schema, httpPart }: FastifyRouteSchemaDef<AnySchema>): Validator => {
+    if (httpPart === 'body') return exact.compile(schema) as Validator
 
     const validate = coercing.compile(schema)
     const kinds = new Map(Object.entries((schema as QuerySchema).properties).map(([name, property]) => [name, kindOf(property)]))
@@ -146,4 +170,5 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
       return validate(data) ? { value: data } : { error: validate.errors as FastifySchemaValidationError[] }
     }
   }
+  return { validators: new Map(), build }
 }

@@ -74,18 +74,16 @@ function createApiKeysRepository (database: Database, cache: CallerCache, cacheS
       return knex('api_keys').select(knex.raw(KEY_COLUMNS)).where('user_id', userId).whereNull('revoked_at').orderBy('id', 'desc')
     },
 
-    /** The key, if not revoked. */
-    async find (id: number): Promise<ApiKeyRecord | undefined> {
+    /** The key, if not revoked, locked until `trx` ends (as its revocation's UPDATE locks it). */
+    async lock (id: number, trx: Knex): Promise<ApiKeyRecord | undefined> {
       if (!Number.isSafeInteger(id)) return undefined
-      return knex('api_keys').first(knex.raw(KEY_COLUMNS)).where('id', id).whereNull('revoked_at')
+      return trx('api_keys').first(trx.raw(KEY_COLUMNS)).where('id', id).whereNull('revoked_at').forNoKeyUpdate()
     },
 
-    /** Revokes the key, at once on this instance, on the others by notification: the key as it was, or undefined if it was revoked already. */
-    async revoke (id: number, trx: Knex): Promise<ApiKeyRecord | undefined> {
-      const [revoked] = await trx('api_keys').where('id', id).whereNull('revoked_at')
-        .update({ revoked_at: trx.fn.now() }).returning(trx.raw(KEY_COLUMNS))
+    /** Revokes the key, locked by `lock` in `trx`: at once on this instance, on the others by notification. */
+    async revoke (id: number, trx: Knex): Promise<void> {
+      await trx('api_keys').where('id', id).update({ revoked_at: trx.fn.now() })
       cache.afterCommit(trx, callers => callers.forgetKey(id))
-      return revoked as ApiKeyRecord | undefined
     },
 
     /** Revokes every key of the user, as `revoke` does one: the keys as they were. */

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
+import type { Actor } from './audit.js'
 
 /** A change of a record, as its outbox row tells it. */
 export interface OutboxChange {
@@ -15,6 +16,8 @@ export interface OutboxChange {
   after?: object | null | undefined
   /** Fields whose values are secrets (a password): named among the changed fields, never kept. */
   secrets?: readonly string[] | undefined
+  /** Who acted, when not the request's caller: who registers. */
+  actor?: Actor | undefined
 }
 
 declare module 'fastify' {
@@ -70,15 +73,16 @@ const SWEEP = `delete from change_outbox where ctid = any(array(
 export default fp(async (fastify) => {
   const { enabled, retentionSeconds } = fastify.config.outbox
 
-  function context (request: FastifyRequest): Scalar[] {
-    return [request.id, request.user?.id ?? null, request.user?.keyId ?? null]
+  function context (request: FastifyRequest, actor?: Actor): Scalar[] {
+    const who = actor ?? request.user
+    return [request.id, who?.id ?? null, who?.keyId ?? null]
   }
 
   fastify.decorateRequest('outbox', async function (this: FastifyRequest, db: Knex, change: OutboxChange) {
     if (!enabled) return
     const secrets = change.secrets ?? []
     const record = (change.after ?? change.before) as Fields
-    const [requestId, actorId, keyId] = context(this)
+    const [requestId, actorId, keyId] = context(this, change.actor)
     await db('change_outbox').insert({
       resource: change.resource,
       resource_id: change.id,

@@ -36,6 +36,13 @@ declare module 'fastify' {
   }
 }
 
+/** Answers 201 with what a create made. */
+export function sendCreated (reply: FastifyReply, { body, location, etag }: Created): FastifyReply {
+  reply.code(201).header('location', location)
+  if (etag !== undefined) reply.header('etag', etag)
+  return reply.send(body)
+}
+
 /** Seconds a repeat of a request still running should wait before trying again. */
 const RETRY_AFTER_SECONDS = 1
 /** Expired keys deleted at a time, and how often each instance sweeps at the most. */
@@ -105,12 +112,6 @@ export default fp(async (fastify) => {
   const ttlSeconds = fastify.config.idempotencyTtlSeconds
   // Requests are told apart by an HMAC, so that the table keeps no body (a register's password).
   const secret = createSecretKey(createHmac('sha256', fastify.config.auth.jwtSecret).update('idempotency keys').digest())
-
-  function sendCreated (reply: FastifyReply, { body, location, etag }: Created): FastifyReply {
-    reply.code(201).header('location', location)
-    if (etag !== undefined) reply.header('etag', etag)
-    return reply.send(body)
-  }
 
   const find = new Statement<KeptRecord>('idempotency.find', FIND)
   const dropExpired = new Statement<never>('idempotency.drop-expired', DROP_EXPIRED)

@@ -219,6 +219,15 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
         .whereRaw(LIVE).orderBy([{ column: 'last_used_at', order: 'desc' }, { column: 'id', order: 'desc' }])
     },
 
+    /**
+     * The session, if live, and whose it is, locked until `trx` ends as its end's UPDATE locks
+     * it (FOR NO KEY UPDATE: a refresh still adds its next token meanwhile).
+     */
+    async lock (sessionId: number, trx: Knex): Promise<(SessionRecord & { user_id: number }) | undefined> {
+      if (!Number.isSafeInteger(sessionId)) return undefined
+      return trx('sessions').first(trx.raw(`${SESSION_COLUMNS}, user_id`)).where('id', sessionId).whereRaw(LIVE).forNoKeyUpdate()
+    },
+
     /** Ends this session of the user's, if it is one and live: the session as it was, or undefined. */
     async endOne (userId: number, sessionId: number, reason: EndReason, trx: Knex): Promise<EndedSession | undefined> {
       if (!Number.isSafeInteger(sessionId)) return undefined

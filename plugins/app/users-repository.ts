@@ -149,13 +149,13 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
       return (await queries.profile([id], trx)).rows[0]
     },
 
-    async create (user: NewUser, trx: Knex): Promise<User & { token_generation: number }> {
+    async create (user: NewUser, trx: Knex): Promise<User> {
       try {
-        const [{ id, token_generation: tokenGeneration }] = await trx('users')
+        const [{ id }] = await trx('users')
           .insert({ name: user.name, email: user.email, email_key: emailKey(user.email), password: user.passwordHash })
-          .returning(['id', 'token_generation'])
+          .returning('id')
         await setRoles(trx, id, user.roleIds)
-        return { ...(await select(trx).where('u.id', id).first()), token_generation: tokenGeneration }
+        return select(trx).where('u.id', id).first()
       } catch (error) {
         throw emailTaken(error, user.email)
       }

@@ -5,17 +5,22 @@ import type { Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
+import type { Actor, AuditAction } from './audit.js'
 import type { OutboxChange } from './change-outbox.js'
-import type { Created } from './idempotency.js'
+import { sendCreated, type Created } from './idempotency.js'
 
 /** A resource's records, as the write path reaches them: one declaration per route folder. */
 export interface RecordKind<Row> {
   /** The resource, as the audit log and the change outbox name it: `student`. */
   resource: string
-  /** The record as it stands, locked until `trx` ends (SELECT … FOR UPDATE); none if there is none. */
+  /** The record as it stands, locked until `trx` ends (SELECT … FOR UPDATE, or FOR NO KEY UPDATE); none if there is none. */
   lock: (id: number, trx: Knex) => Promise<Row | undefined>
-  /** The record's ETag; by default its version's (a record of one table: `versionTag`). */
-  tag?: (row: Row) => string
+  /**
+   * The record's ETag, read in the write's transaction (a tag of more than the record: the
+   * profile's); by default its version's (a record of one table: `versionTag`). `false`: it has
+   * none (API keys, sessions), and its writes take no If-Match and answer no ETag.
+   */
+  tag?: ((row: Row, trx: Knex) => string | Promise<string>) | false
   /** The error of a record that is not there (404). */
   notFound: (id: number) => Error
   /** Whether clients follow it through the change outbox (default); sessions and keys are audited only. */
@@ -26,6 +31,14 @@ export interface RecordKind<Row> {
 export interface WriteOptions {
   /** Fields whose values are secrets (a password it sets): recorded as changed, never their values. */
   secrets?: readonly string[]
+  /** The audit entry's action, when not the write's own (create, update, delete): a key's `revoke`, a session's `end`. */
+  action?: AuditAction
+  /** What the audit entry tells after an event that changes no field a client reads (a session's end: whose, and why), in place of the record. */
+  event?: object
+  /** Who acted, when not the request's caller, once the domain step has run: who registers acts as themselves, in the session they start. */
+  actor?: () => Actor
+  /** `false`: a create's Idempotency-Key is neither kept nor replayed, as its answer holds a secret that is never stored (an API key's). */
+  replayed?: boolean
 }
 
 /** The domain step of an update: the change itself, in `trx`, returning the record as changed. */
@@ -66,13 +79,18 @@ export default fp(async (fastify) => {
   const { knex } = fastify
 
   /** The audit entry and the outbox row of a change, in its transaction. */
-  async function record (request: FastifyRequest, trx: Knex, kind: Pick<RecordKind<unknown>, 'resource' | 'followed'>, change: Omit<OutboxChange, 'resource'>) {
-    const told = { ...change, resource: kind.resource }
-    await request.audit(trx, told)
+  async function record (request: FastifyRequest, trx: Knex, kind: Pick<RecordKind<unknown>, 'resource' | 'followed'>, change: Omit<OutboxChange, 'resource' | 'secrets' | 'actor'>, options: WriteOptions) {
+    const told = { ...change, resource: kind.resource, secrets: options.secrets ?? [], actor: options.actor?.() }
+    const audited = options.event === undefined ? told : { ...told, before: undefined, after: options.event }
+    await request.audit(trx, { ...audited, action: options.action ?? change.action })
     if (kind.followed !== false) await request.outbox(trx, told)
   }
 
-  const tagOf = <Row>(kind: RecordKind<Row>, row: Row) => kind.tag ? kind.tag(row) : versionTag((row as Versioned<object>).version)
+  /** The record's ETag, in the write's transaction: none for a kind without tags. */
+  const tagOf = async <Row>(kind: RecordKind<Row>, row: Row, trx: Knex): Promise<string | undefined> => {
+    if (kind.tag === false) return undefined
+    return kind.tag ? kind.tag(row, trx) : versionTag((row as Versioned<object>).version)
+  }
 
   /** Runs `work` in a transaction: `db`'s own if it is one (an Idempotency-Key's), else a new one. */
   const inTransaction = <T>(db: Knex, work: (trx: Knex) => Promise<T>): Promise<T> =>
@@ -84,40 +102,46 @@ export default fp(async (fastify) => {
     return this.insertOnce(reply, recorded, row => ({ ...answer(row), etag: versionTag(row.version) }))
   })
 
-  fastify.decorateRequest('createRecord', function <Row> (this: FastifyRequest, reply: FastifyReply, kind: RecordKind<Row>, create: CreationStep<Row>, answer: (row: Row & { id: number }) => Omit<Created, 'etag'>, options: WriteOptions = {}) {
-    return this.createOnce(reply, db => inTransaction(db, async trx => {
+  fastify.decorateRequest('createRecord', async function <Row> (this: FastifyRequest, reply: FastifyReply, kind: RecordKind<Row>, create: CreationStep<Row>, answer: (row: Row & { id: number }) => Omit<Created, 'etag'>, options: WriteOptions = {}) {
+    const created = (db: Knex) => inTransaction(db, async trx => {
       const row = await create(trx)
-      await record(this, trx, kind, { action: 'create', id: row.id, after: row as object, secrets: options.secrets })
-      return { ...answer(row), etag: tagOf(kind, row) }
-    }))
+      await record(this, trx, kind, { action: 'create', id: row.id, after: row as object }, options)
+      return { ...answer(row), etag: await tagOf(kind, row, trx) }
+    })
+    if (options.replayed === false) return sendCreated(reply, await this.guardWrite(() => created(knex)))
+    return this.createOnce(reply, created)
   })
+
+  /** The If-Match of a write of `kind`: none for a kind without tags. */
+  const ifMatchOf = <Row>(request: FastifyRequest, kind: RecordKind<Row>) => kind.tag === false ? undefined : request.ifMatch()
 
   /** The record under its lock, once If-Match holds for it. */
   async function locked<Row> (request: FastifyRequest, trx: Knex, kind: RecordKind<Row>, id: number, tags: ReturnType<FastifyRequest['ifMatch']>) {
     const before = await kind.lock(id, trx)
     if (before === undefined) throw kind.notFound(id)
-    request.checkIfMatch(tags, tagOf(kind, before))
+    // The tag is read only to be checked: a profile's costs a statement.
+    if (tags !== undefined) request.checkIfMatch(tags, (await tagOf(kind, before, trx))!)
     return before
   }
 
   fastify.decorateRequest('updateRecord', async function <Row> (this: FastifyRequest, reply: FastifyReply, kind: RecordKind<Row>, id: number, change: UpdateStep<Row>, options: WriteOptions = {}) {
-    const tags = this.ifMatch()
-    const after = await this.guardWrite(() => knex.transaction(async trx => {
+    const tags = ifMatchOf(this, kind)
+    const { after, etag } = await this.guardWrite(() => knex.transaction(async trx => {
       const before = await locked(this, trx, kind, id, tags)
       const after = await change(trx, before)
-      await record(this, trx, kind, { action: 'update', id, before: before as object, after: after as object, secrets: options.secrets })
-      return after
+      await record(this, trx, kind, { action: 'update', id, before: before as object, after: after as object }, options)
+      return { after, etag: await tagOf(kind, after, trx) }
     }))
-    reply.header('etag', tagOf(kind, after))
+    if (etag !== undefined) reply.header('etag', etag)
     return after
   })
 
   fastify.decorateRequest('deleteRecord', async function <Row> (this: FastifyRequest, kind: RecordKind<Row>, id: number, remove: RemovalStep<Row>, options: WriteOptions = {}) {
-    const tags = this.ifMatch()
+    const tags = ifMatchOf(this, kind)
     return this.guardWrite(() => knex.transaction(async trx => {
       const before = await locked(this, trx, kind, id, tags)
       await remove(trx, before)
-      await record(this, trx, kind, { action: 'delete', id, before: before as object, secrets: options.secrets })
+      await record(this, trx, kind, { action: 'delete', id, before: before as object }, options)
       return before
     }))
   })

@@ -4,6 +4,8 @@ import { CodedError } from '../../../lib/http/error-codes.js'
 import { InvalidFields } from '../../../lib/http/invalid-fields.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import type { Profile } from '../../../plugins/app/users-repository.js'
+import type { RecordKind } from '../../../plugins/app/write-path.js'
+import type { User } from '../../../schemas/users.js'
 import { accountSchemas, accountSharedSchemas } from './schema.js'
 
 /**
@@ -16,6 +18,15 @@ const profileTag = (profile: Profile | undefined) => contentTag(JSON.stringify(p
 /** `/api/logout`, `/api/profile` and `/api/permissions`: any caller with a valid token. */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ schemas: accountSharedSchemas })
+  const { usersRepository } = fastify
+  // The caller's own user, tagged as their profile: its If-Match is the profile's ETag.
+  const ownUser: RecordKind<User> = {
+    resource: 'user',
+    lock: usersRepository.findLocked,
+    tag: async (user, trx) => profileTag(await usersRepository.profile(user.id, trx)),
+    /* c8 ignore next -- the caller deleted since the token's check */
+    notFound: () => new CodedError('invalid_token', 'The token is no longer valid')
+  }
   fastify.get('/logout', { schema: accountSchemas.logout, onRequest: fastify.refuseKeys }, async (request) => {
     const { id, jti, exp, sessionId } = request.user
     const all = request.query.scope === 'all'
@@ -47,8 +58,8 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     if (name === undefined && email === undefined && password === undefined && confirmation === undefined) {
       throw new InvalidFields({ body: ['must change at least one of name, email and password'] })
     }
-    const tags = request.ifMatch()
-    const { usersRepository } = fastify
+    // A missing or malformed If-Match is refused before the password is checked (and counted).
+    request.ifMatch()
     const { id, jti, exp, sessionId } = request.user
     if (currentPassword === undefined && (email !== undefined || password !== undefined || confirmation !== undefined)) {
       throw new InvalidFields({ current_password: ['is needed to change the e-mail address or the password'] })
@@ -59,18 +70,14 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     const passwordHash = password === undefined && confirmation === undefined
       ? undefined
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
-    await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      // A password checked is still the caller's once their row is locked (by this statement,
-      // before `findLocked` reads them): no recovery committed since the check.
+    await request.updateRecord(reply, ownUser, id, async trx => {
+      // The caller's row, locked: the password checked is still theirs (no recovery committed
+      // since the check).
       if (verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
-      const before = await usersRepository.findLocked(id, trx)
-      /* c8 ignore next -- the caller deleted since the token's check */
-      if (!before) throw new CodedError('invalid_token', 'The token is no longer valid')
-      if (tags !== undefined) request.checkIfMatch(tags, profileTag(await usersRepository.profile(id, trx)))
       const after = await usersRepository.update(id, { name, email, passwordHash }, trx)
       if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
-      await request.audit(trx, { action: 'update', resource: 'user', id, before, after, secrets: passwordHash === undefined ? [] : ['password'] })
-    }))
+      return after
+    }, { secrets: passwordHash === undefined ? [] : ['password'] })
     const profile = await usersRepository.profile(id)
     return reply.sendTagged(profileTag(profile), { success: true as const, data: profile!, message: 'Profile updated' })
   })

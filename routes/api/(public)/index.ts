@@ -2,6 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import type { EndedSession } from '../../../plugins/app/sessions-repository.js'
+import type { RecordKind } from '../../../plugins/app/write-path.js'
+import type { User } from '../../../schemas/users.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import { CodedError } from '../../../lib/http/error-codes.js'
 import { accessTokenId, REFRESH_TOKEN, refreshSecret, successorOf } from '../../../lib/auth/refresh-tokens.js'
@@ -30,6 +32,14 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: authTag, order: 3 })
   const { usersRepository, rolesRepository, sessionsRepository } = fastify
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
+  // A user registering: created only. Its answer is the new session's tokens, not the user,
+  // and carries no ETag (the user's is GET /api/users/:id's).
+  const registered: RecordKind<User> = {
+    resource: 'user',
+    lock: usersRepository.findLocked,
+    tag: false,
+    notFound: id => fastify.httpErrors.notFound(`User ${id} not found`)
+  }
   // The audit entry of a session a refresh token spent again ended: whoever presented it is unknown.
   const auditReuse = (request: FastifyRequest) => (trx: Knex, ended: EndedSession) =>
     request.audit(trx, { action: 'refresh-reuse', resource: 'session', id: ended.id, after: { user_id: ended.user_id, end_reason: 'refresh token reused' } })
@@ -69,18 +79,18 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('register') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
-    return request.createOnce(reply, async db => {
-      const { user, started } = await db.transaction(async trx => {
-        const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
-        const { token_generation: _, ...user } = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
-        const started = await sessionsRepository.start(trx, user.id, client(request))
-        // Who registers acts as themselves, in the session they start.
-        await request.audit(trx, { action: 'create', resource: 'user', id: user.id, after: user, actor: { id: user.id, sessionId: started.session.id } })
-        return { user, started }
-      })
-      const tokens = fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt)
+    let started: Awaited<ReturnType<typeof sessionsRepository.start>> | undefined
+    // Who registers acts as themselves, in the session they start.
+    const actor = () => ({ id: started!.session.userId, sessionId: started!.session.id })
+    return request.createRecord(reply, registered, async trx => {
+      const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
+      const user = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+      started = await sessionsRepository.start(trx, user.id, client(request))
+      return user
+    }, user => {
+      const tokens = fastify.sessionTokens(started!.session, started!.refreshToken, started!.issuedAt)
       return { body: { success: true as const, ...tokens, message: 'Registered' }, location: `/api/users/${user.id}` }
-    })
+    }, { actor })
   })
 
   // Counted per client IP and per session like a login, before anything else; a token spent

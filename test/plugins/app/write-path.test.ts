@@ -2,7 +2,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build } from '../../helper.js'
 import { ada, variants } from '../../routes/students/fixtures.js'
-import { bearer, client, userWithRoles } from '../../routes/api/accounts.js'
+import { bearer, client, login, PASSWORD, roleWithPermissions, userWithRoles } from '../../routes/api/accounts.js'
 
 interface OutboxRow { resource: string, resource_id: string, action: string, data: Record<string, unknown>, changed: string[] | null, request_id: string, actor_id: string | null }
 
@@ -10,6 +10,7 @@ const outboxOf = (app: FastifyInstance, resource: string, id: number): Promise<O
   app.knex('change_outbox').where({ resource, resource_id: id }).orderBy('id').select('resource', 'resource_id', 'action', 'data', 'changed', 'request_id', 'actor_id')
 const auditOf = (app: FastifyInstance, resource: string, id: number) =>
   app.knex('audit_log').where({ resource, resource_id: id }).orderBy('id').select('action', 'before', 'after', 'request_id')
+const outboxCount = async (app: FastifyInstance) => Number((await app.knex('change_outbox').count({ n: '*' }))[0]!.n)
 
 for (const { name, base } of variants) {
   t.test(`${name}: every student write leaves its audit entry and one outbox row, in its own transaction`, async t => {
@@ -138,4 +139,110 @@ t.test('roles: create, update and delete each leave one outbox row; the Admin ro
   t.equal(renamed.statusCode, 409)
   t.same(await outboxOf(app, 'role', adminRole), [])
   t.same(await auditOf(app, 'role', adminRole), [])
+})
+
+t.test('users: created by an administrator and by register, renamed, a password set, deleted, a profile changed: one outbox row each, no secret in any', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const created = await app.inject({ method: 'POST', url: '/api/users', headers: bearer(admin.token), payload: { name: 'Ola', email: 'ola@example.com', password: PASSWORD, c_password: PASSWORD } })
+  t.equal(created.statusCode, 201)
+  const { id } = created.json().data
+  const renamed = await app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: { ...bearer(admin.token), 'if-match': created.headers.etag as string }, payload: { name: 'Ola Nowak' } })
+  t.equal(renamed.statusCode, 200)
+  const reset = await app.inject({ method: 'PATCH', url: `/api/users/${id}`, headers: bearer(admin.token), payload: { password: 'a new password', c_password: 'a new password' } })
+  t.equal(reset.statusCode, 200)
+  const { password: hash } = await app.knex('users').where({ id }).first('password')
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/users/${id}`, headers: { ...bearer(admin.token), 'if-match': reset.headers.etag as string } })).statusCode, 200)
+
+  const rows = await outboxOf(app, 'user', id)
+  t.same(rows.map(row => row.action), ['create', 'update', 'update', 'delete'])
+  t.same(rows.map(row => Number(row.actor_id)), [admin.id, admin.id, admin.id, admin.id])
+  t.same(rows[0]!.data, { id, name: 'Ola', email: 'ola@example.com', roles: [], created_at: rows[0]!.data.created_at, updated_at: rows[0]!.data.updated_at }, 'a create holds the user as shown')
+  t.same(rows[1]!.changed, ['name'])
+  t.equal(rows[1]!.data.name, 'Ola Nowak')
+  t.same(rows[2]!.changed, ['password'], 'a password set is named, ')
+  t.notOk('password' in rows[2]!.data, 'never kept')
+  t.notMatch(JSON.stringify(rows), hash, 'no row holds the hash')
+  t.notMatch(JSON.stringify(rows), /a new password|correct horse/, 'nor the password')
+
+  const registered = await app.inject({ method: 'POST', url: '/api/register', payload: { name: 'Eve', email: 'eve@example.com', password: PASSWORD, c_password: PASSWORD } })
+  t.equal(registered.statusCode, 201)
+  t.notOk(registered.headers.etag, 'a register answers tokens, not the user: no ETag')
+  const eve = Number(/\/api\/users\/(\d+)$/.exec(registered.headers.location as string)![1])
+  const [made] = await outboxOf(app, 'user', eve)
+  t.match(made, { action: 'create', data: { id: eve, name: 'Eve', email: 'eve@example.com' } })
+  t.equal(Number(made!.actor_id), eve, 'who registers acts as themselves')
+  t.notOk('password' in made!.data)
+  t.equal((await outboxOf(app, 'user', eve)).length, 1)
+
+  const profile = await app.inject({ method: 'PATCH', url: '/api/profile', headers: bearer(registered.json().data), payload: { name: 'Eve Adams' } })
+  t.equal(profile.statusCode, 200)
+  const [, changed] = await outboxOf(app, 'user', eve)
+  t.match(changed, { action: 'update', changed: ['name'], data: { name: 'Eve Adams' } }, 'a profile change is a change of the user')
+  t.equal(Number(changed!.actor_id), eve)
+})
+
+t.test('API keys and sessions are audited as before, and write no outbox row; a key\'s create is never replayed', async t => {
+  const app = await build(t)
+  const user = await userWithRoles(app, [])
+  const headers = { ...bearer(user.token), 'idempotency-key': 'one key' }
+  const made = await app.inject({ method: 'POST', url: '/api/keys', headers, payload: { name: 'export', permissions: [], current_password: PASSWORD } })
+  t.equal(made.statusCode, 201)
+  t.notOk(made.headers.etag, 'no read tags a key')
+  const again = await app.inject({ method: 'POST', url: '/api/keys', headers, payload: { name: 'export', permissions: [], current_password: PASSWORD } })
+  t.equal(again.statusCode, 201)
+  t.notOk(again.headers['idempotent-replayed'], 'a second key: a secret is never kept to be answered again')
+  t.not(again.json().secret, made.json().secret)
+  t.equal(await app.knex('idempotency_keys').where('key', 'one key').first(), undefined, 'nor its key')
+  const key = made.json().data
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/keys/${key.id}`, headers: bearer(user.token) })).statusCode, 200)
+
+  const other = await login(app, user.email)
+  const sessions = (await app.inject({ url: '/api/sessions', headers: bearer(other) })).json().data as { id: number, current: boolean }[]
+  const first = sessions.find(session => !session.current)!
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/sessions/${first.id}`, headers: bearer(other) })).statusCode, 200)
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/sessions/${first.id}`, headers: bearer(other) })).statusCode, 404, 'ended already')
+  // The only change clients follow here.
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/profile', headers: bearer(other), payload: { name: 'Renamed' } })).statusCode, 200)
+
+  const { created_at: _, ...shown } = key
+  t.same((await auditOf(app, 'key', key.id)).map(entry => [entry.action, entry.before, entry.after]), [
+    ['create', null, shown],
+    ['revoke', shown, null]
+  ])
+  t.same((await auditOf(app, 'session', first.id)).map(entry => [entry.action, entry.before, entry.after]), [
+    ['login', null, { user_id: user.id, ip: '127.0.0.1', user_agent: 'lightMyRequest' }],
+    ['end', null, { user_id: user.id, end_reason: 'ended by its user' }]
+  ])
+  t.same(await app.knex('change_outbox').whereIn('resource', ['key', 'session']).select('id'), [], 'no row of a key or a session')
+  t.same((await app.knex('change_outbox').select('resource', 'action')), [{ resource: 'user', action: 'update' }], 'the profile change\'s row only')
+})
+
+t.test('a user write refused (403: more than the caller holds; 409: the last Admin) leaves no audit entry and no outbox row', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  await roleWithPermissions(app, 'Editor', ['user-list', 'user-create', 'user-edit', 'user-delete'])
+  const editor = await userWithRoles(app, ['Editor'])
+  const entries = async () => Number((await app.knex('audit_log').whereNot('resource', 'session').count({ n: '*' }))[0]!.n)
+  const refused: [string, 'POST' | 'PATCH' | 'DELETE', string, string, object | undefined, number][] = [
+    ['grant Admin', 'POST', '/api/users', editor.token, { name: 'Mallory', email: 'mallory@example.com', password: PASSWORD, c_password: PASSWORD, roles: ['Admin'] }, 403],
+    ['edit an Admin', 'PATCH', `/api/users/${admin.id}`, editor.token, { name: 'Demoted' }, 403],
+    ['delete an Admin', 'DELETE', `/api/users/${admin.id}`, editor.token, undefined, 403],
+    ['the last Admin drops the role', 'PATCH', `/api/users/${admin.id}`, admin.token, { roles: [] }, 409],
+    ['the last Admin deleted', 'DELETE', `/api/users/${admin.id}`, admin.token, undefined, 409]
+  ]
+  for (const [what, method, url, token, payload, status] of refused) {
+    const res = await app.inject({ method, url, headers: bearer(token), ...(payload && { payload }) })
+    t.equal(res.statusCode, status, what)
+  }
+  t.equal(await entries(), 0, 'no audit entry')
+  t.equal(await outboxCount(app), 0, 'no outbox row')
+  t.equal(await app.knex('users').where('email', 'mallory@example.com').first(), undefined, 'no user made')
+  const shown = (await app.inject({ url: `/api/users/${admin.id}`, headers: bearer(admin.token) })).json().data
+  t.match(shown, { name: 'Test User', roles: [{ name: 'Admin' }] }, 'the Admin as they were')
+
+  // What the editor may do leaves its row.
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/users/${editor.id}`, headers: bearer(editor.token), payload: { name: 'Ed' } })).statusCode, 200)
+  t.same((await outboxOf(app, 'user', editor.id)).map(row => row.action), ['update'])
+  t.equal(await entries(), 1)
 })

@@ -1,6 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
+import type { ApiKeyRecord } from '../../../../plugins/app/api-keys-repository.js'
+import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { keySchemas, keySharedSchemas, keysTag } from './schema.js'
 
 /** The first instant a timestamp of a four-digit year cannot show, in UTC. */
@@ -11,6 +14,9 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: keysTag, schemas: keySharedSchemas })
   const { apiKeysRepository, usersRepository } = fastify
   const { forbidden, notFound } = fastify.httpErrors
+  const missing = (id: number) => notFound(`API key ${id} not found`)
+  // Audited only: clients do not follow keys through the change outbox; no read tags one.
+  const kind: RecordKind<ApiKeyRecord> = { resource: 'key', lock: apiKeysRepository.lock, notFound: missing, tag: false, followed: false }
   // No chains of keys: a key neither makes nor manages keys.
   fastify.addHook('onRequest', fastify.refuseKeys)
 
@@ -18,11 +24,11 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
    * Whether the caller may manage the keys of `userId`: their own, or, with `user-edit`, those
    * of a user who holds nothing the caller lacks (as editing that user needs).
    */
-  async function mayManage (request: FastifyRequest, userId: number, hidden: () => Error) {
+  async function mayManage (request: FastifyRequest, userId: number, hidden: () => Error, trx?: Knex) {
     const { id, permissions } = request.user
     if (userId === id) return
     if (!permissions.has('user-edit')) throw hidden()
-    const lacking = await usersRepository.permissionsBeyond(userId, permissions)
+    const lacking = await usersRepository.permissionsBeyond(userId, permissions, trx)
     if (lacking.length > 0) throw forbidden(`You cannot manage the keys of a user who holds permissions you lack: ${lacking.join(', ')}`)
   }
 
@@ -45,31 +51,23 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     const verified = await request.checkCurrentPassword(reply, currentPassword)
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
     if (verified === undefined) return
-    const { record, secret } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+    let secret = ''
+    // Not replayed: the answer holds the secret, which nothing keeps.
+    return request.createRecord(reply, kind, async trx => {
       // The user's row first, as every write of a user's sessions and keys: a recovery that
       // committed since the check (and revoked the user's keys) is seen, not outlived.
       await request.passwordUnchanged(reply, trx, verified)
       const made = await apiKeysRepository.create(request.user.id, { name, permissions, expiresAt }, trx)
-      await request.audit(trx, { action: 'create', resource: 'key', id: made.record.id, after: made.record })
-      return made
-    }))
-    reply.code(201).header('location', fastify.prefix)
-    return { success: true as const, data: record, secret, message: 'API key made: its secret is shown this once' }
+      secret = made.secret
+      return made.record
+    }, record => ({ body: { success: true as const, data: record, secret, message: 'API key made: its secret is shown this once' }, location: fastify.prefix }), { replayed: false })
   })
 
   fastify.delete('/:id', { schema: keySchemas.destroy }, async (request) => {
-    const missing = () => notFound(`API key ${request.params.id} not found`)
-    const key = await apiKeysRepository.find(request.params.id)
-    if (!key) throw missing()
-    await mayManage(request, key.user_id, missing)
-    const revoked = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      const was = await apiKeysRepository.revoke(key.id, trx)
-      /* c8 ignore next -- revoked by another request between the look-up and the revoke (below) */
-      if (was) await request.audit(trx, { action: 'revoke', resource: 'key', id: was.id, before: was })
-      return was
-    }))
-    /* c8 ignore next -- revoked by another request between the look-up and the revoke */
-    if (!revoked) throw missing()
+    const revoked = await request.deleteRecord(kind, request.params.id, async (trx, key) => {
+      await mayManage(request, key.user_id, () => missing(key.id), trx)
+      await apiKeysRepository.revoke(key.id, trx)
+    }, { action: 'revoke' })
     return { success: true as const, data: revoked, message: 'API key revoked' }
   })
 }

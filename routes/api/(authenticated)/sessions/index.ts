@@ -1,10 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { SessionRecord } from '../../../../plugins/app/sessions-repository.js'
+import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { sessionSchemas, sessionSharedSchemas, sessionsTag } from './schema.js'
 
 /** `/api/sessions`: a caller's own sessions, for any caller with a valid token. */
 const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: sessionsTag, schemas: sessionSharedSchemas })
   const { sessionsRepository } = fastify
+  const notFound = (id: number) => fastify.httpErrors.notFound(`Session ${id} not found`)
+  // Audited only: clients do not follow sessions through the change outbox; no read tags one.
+  const kind: RecordKind<SessionRecord & { user_id: number }> = { resource: 'session', lock: sessionsRepository.lock, notFound, tag: false, followed: false }
   // A session is a person's login: an API key neither lists nor ends one.
   fastify.addHook('onRequest', fastify.refuseKeys)
 
@@ -16,12 +21,12 @@ const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.delete('/:id', { schema: sessionSchemas.destroy }, async (request) => {
     const { id, sessionId } = request.user
-    const ended = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      const session = await sessionsRepository.endOne(id, request.params.id, 'ended by its user', trx)
-      if (session) await request.audit(trx, { action: 'end', resource: 'session', id: session.id, after: { user_id: id, end_reason: 'ended by its user' } })
-      return session
-    }))
-    if (!ended) throw fastify.httpErrors.notFound(`Session ${request.params.id} not found`)
+    const reason = 'ended by its user'
+    const ended = await request.deleteRecord(kind, request.params.id, async (trx, session) => {
+      // Another user's session is as unknown as none.
+      if (session.user_id !== id) throw notFound(session.id)
+      await sessionsRepository.endOne(id, session.id, reason, trx)
+    }, { action: 'end', event: { user_id: id, end_reason: reason } })
     const { user_id: _, ...session } = ended
     return { success: true as const, data: { ...session, current: ended.id === sessionId }, message: 'Session ended' }
   })

@@ -8,12 +8,13 @@ import { ADMIN_ROLE } from '../../../../schemas/roles.js'
 import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
 import { User, userListFields } from '../../../../schemas/users.js'
+import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
 /**
  * A user's tag is the digest of the user as shown, roles included: a change of their roles, or
- * of a role's name, changes it. Every write of a user holds the Admin role's lock (below), so
- * an `If-Match` checked in the write's transaction holds until it commits.
+ * of a role's name, changes it. Every write of a user holds the Admin role's lock (the kind's
+ * `lock`, below), so an `If-Match` checked in the write's transaction holds until it commits.
  */
 const userTag = representationTagger(User, [NamedRef])
 
@@ -26,6 +27,16 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const { usersRepository, rolesRepository } = fastify
   const { forbidden, notFound } = fastify.httpErrors
   const userNotFound = (id: number) => notFound(`User ${id} not found`)
+  const kind: RecordKind<User> = {
+    resource: 'user',
+    // The Admin role's lock first, as every change touching Admin or its holders takes it.
+    lock: async (id, trx) => {
+      await rolesRepository.lockAdmin(trx)
+      return usersRepository.findLocked(id, trx)
+    },
+    tag: userTag,
+    notFound: userNotFound
+  }
 
   /**
    * The ids of the named roles. Every permission of a role the user does not hold yet
@@ -89,16 +100,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/', { schema: userSchemas.store, onRequest: fastify.can('user-create') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, roles = [] } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
-    return request.createOnce(reply, async db => {
-      const { token_generation: _, ...user } = await db.transaction(async trx => {
-        const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
-        const created = await usersRepository.create({ name, email, passwordHash, roleIds }, trx)
-        const { token_generation: _, ...user } = created
-        await request.audit(trx, { action: 'create', resource: 'user', id: user.id, after: user })
-        return created
-      })
-      return { body: { success: true as const, data: user, message: 'User created' }, location: `${fastify.prefix}/${user.id}`, etag: userTag(user) }
-    })
+    return request.createRecord(reply, kind, async trx => {
+      const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
+      return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
+    }, user => ({ body: { success: true as const, data: user, message: 'User created' }, location: `${fastify.prefix}/${user.id}` }))
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -110,7 +115,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       handler: async (request, reply) => {
         const { id } = request.params
         notByOwnKey(request, id)
-        const tags = request.ifMatch()
+        // A missing or malformed If-Match is refused before the password is checked (and counted).
+        request.ifMatch()
         const { name, email, password, c_password: confirmation, roles, current_password: currentPassword } = request.body
         const own = request.user.id === id
         const newPassword = password !== undefined || confirmation !== undefined
@@ -119,21 +125,16 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
         if (currentPassword !== undefined && verified === undefined) return
         const passwordHash = newPassword ? await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation)) : undefined
-        const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-          await rolesRepository.lockAdmin(trx)
-          // The caller's own row, locked by this statement before `findLocked` reads it: the
-          // password checked is still theirs (no recovery committed since the check).
+        const user = await request.updateRecord(reply, kind, id, async (trx, current) => {
+          // The caller's own row, locked: the password checked is still theirs (no recovery
+          // committed since the check).
           if (own && verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
-          const current = await usersRepository.findLocked(id, trx)
-          if (!current) throw userNotFound(id)
-          request.checkIfMatch(tags, userTag(current))
           if (own && verified === undefined && email !== undefined && email !== current.email) throw currentPasswordNeeded()
           await mayActOn(id, request.user.permissions, 'edit', trx)
           const currentRoles = current.roles.map(role => role.name)
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
           const updated = await usersRepository.update(id, { name, email, passwordHash, roleIds }, trx)
           if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
-          await request.audit(trx, { action: 'update', resource: 'user', id, before: current, after: updated, secrets: passwordHash === undefined ? [] : ['password'] })
           // A new password ends every session of the user, but the one a user changed their own
           // in. Set by someone else, it is the account's recovery: the user's API keys end too
           // (whoever held the account meanwhile may have made some).
@@ -149,8 +150,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
             }
           }
           return updated
-        }))
-        return reply.header('etag', userTag(user)).send({ success: true as const, data: user, message: 'User updated' })
+        }, { secrets: passwordHash === undefined ? [] : ['password'] })
+        return { success: true as const, data: user, message: 'User updated' }
       }
     })
   }
@@ -158,18 +159,11 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/:id', { schema: userSchemas.destroy, onRequest: fastify.can('user-delete') }, async (request) => {
     const { id } = request.params
     notByOwnKey(request, id)
-    const tags = request.ifMatch()
-    const user = await request.guardWrite(() => fastify.knex.transaction(async trx => {
-      await rolesRepository.lockAdmin(trx)
-      const current = await usersRepository.findLocked(id, trx)
-      if (!current) throw userNotFound(id)
-      request.checkIfMatch(tags, userTag(current))
+    const user = await request.deleteRecord(kind, id, async (trx, current) => {
       await mayActOn(id, request.user.permissions, 'delete', trx)
       await usersRepository.remove(id, trx)
       if (current.roles.some(role => role.name === ADMIN_ROLE)) await keepAnAdmin(trx)
-      await request.audit(trx, { action: 'delete', resource: 'user', id, before: current })
-      return current
-    }))
+    })
     return { success: true as const, data: user, message: 'User deleted' }
   })
 }

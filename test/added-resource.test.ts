@@ -62,3 +62,31 @@ t.test('a resource added as the guide says is fuzzed as every other', async t =>
   const { id } = (await app.inject({ method: 'POST', url: '/api/notes', headers, payload: { title: 'kept', pinned: false } })).json().data
   await fuzzWrites(t, app, { token, ids: { notes: id }, paths: path => path.startsWith('/api/notes') })
 })
+
+t.test('a resource added as the guide says gets what every write gets: ETag and If-Match, Idempotency-Key, audit entries and outbox rows', async t => {
+  const { app, headers } = await setUp(t)
+  const create = () => app.inject({ method: 'POST', url: '/api/notes', headers: { ...headers, 'idempotency-key': 'one-note' }, payload: { title: 'once', pinned: false } })
+  const created = await create()
+  const again = await create()
+  t.equal(created.statusCode, 201)
+  t.equal(again.headers['idempotent-replayed'], 'true', 'a retry is answered from the kept answer')
+  t.same(again.json(), created.json())
+  const { id } = created.json().data
+  t.equal((await app.knex('notes').count({ n: '*' }))[0]!.n, '1', 'and writes nothing again')
+
+  const shown = await app.inject({ url: `/api/notes/${id}`, headers })
+  t.equal(shown.headers.etag, created.headers.etag, 'a read carries the create\'s tag')
+  t.equal((await app.inject({ url: `/api/notes/${id}`, headers: { ...headers, 'if-none-match': shown.headers.etag as string } })).statusCode, 304)
+  const changed = await app.inject({ method: 'PATCH', url: `/api/notes/${id}`, headers: { ...headers, 'if-match': shown.headers.etag as string }, payload: { pinned: true } })
+  t.equal(changed.statusCode, 200)
+  const stale = await app.inject({ method: 'DELETE', url: `/api/notes/${id}`, headers: { ...headers, 'if-match': shown.headers.etag as string } })
+  t.equal(stale.statusCode, 412)
+  t.equal(stale.headers.etag, changed.headers.etag, '412 with the current tag')
+  t.equal(stale.json().code, 'precondition_failed')
+  t.equal((await app.inject({ method: 'DELETE', url: `/api/notes/${id}`, headers: { ...headers, 'if-match': changed.headers.etag as string } })).statusCode, 200)
+
+  const audited = await app.inject({ url: `/api/audit?resource[eq]=note&resource_id[eq]=${id}&sort=id`, headers })
+  t.same(audited.json().data.map((entry: { action: string }) => entry.action), ['create', 'update', 'delete'], 'audited, with no line naming notes outside their folder')
+  const rows = await app.knex('change_outbox').where({ resource: 'note', resource_id: id }).orderBy('id').select('action', 'changed')
+  t.same(rows, [{ action: 'create', changed: null }, { action: 'update', changed: ['pinned'] }, { action: 'delete', changed: null }], 'and outboxed')
+})

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, ListResponse, Timestamp } from '../../../../../../schemas/common.js'
+import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../../../../../schemas/common.js'
 
 export const noteFields = {
   title: Type.String({ minLength: 1, maxLength: 200, example: 'Call Acme' }),
@@ -46,15 +46,17 @@ export const noteSchemas = {
     summary: 'Get one note',
     description: 'Needs note-list.',
     params: IdParams,
-    response: { 200: NoteEnvelope('The note'), ...errorResponses(400, 401, 403, 404) }
+    headers: ReadHeaders,
+    response: { 200: Tagged(NoteEnvelope('The note'), 'The note'), 304: NotModified, ...errorResponses(400, 401, 403, 404) }
   },
   store: {
     ...auth,
     operationId: 'notes.store',
     summary: 'Create a note',
     description: 'Needs note-create.',
+    headers: CreateHeaders,
     body: Type.Ref(NoteInput),
-    response: { 201: NoteEnvelope('The new note; `Location` is its address'), ...errorResponses(400, 401, 403, 413, 415) }
+    response: { 201: Created(NoteEnvelope('The new note'), 'The new note; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
   },
   patch: {
     ...auth,
@@ -62,8 +64,9 @@ export const noteSchemas = {
     summary: 'Change some fields of a note',
     description: 'Takes at least one field; needs note-edit.',
     params: IdParams,
+    headers: WriteHeaders,
     body: AtLeastOneOf(Type.Object(noteFields)),
-    response: { 200: NoteEnvelope('The note as changed'), ...errorResponses(400, 401, 403, 404, 413, 415) }
+    response: { 200: Tagged(NoteEnvelope('The note as changed'), 'The note as changed'), ...errorResponses(400, 401, 403, 404, 412, 413, 415, 428) }
   },
   destroy: {
     ...auth,
@@ -71,7 +74,8 @@ export const noteSchemas = {
     summary: 'Delete a note',
     description: 'Needs note-delete.',
     params: IdParams,
-    response: { 200: NoteEnvelope('The deleted note'), ...errorResponses(400, 401, 403, 404) }
+    headers: WriteHeaders,
+    response: { 200: NoteEnvelope('The deleted note'), ...errorResponses(400, 401, 403, 404, 412, 428) }
   }
 }
 

@@ -72,6 +72,3 @@ export class CodedError extends Error {
     this.statusCode = ERROR_CODES[errorCode].status
   }
 }
-
-/** `new CodedError(code, message)`, for throw sites that pass a factory. */
-export const codedError = (code: ErrorCode, message: string) => new CodedError(code, message)

@@ -15,7 +15,7 @@ export interface OutboxChange {
   /** The record after it: none for a delete. */
   after?: object | null | undefined
   /** Fields whose values are secrets (a password): named among the changed fields, never kept. */
-  secrets?: readonly string[] | undefined
+  secrets: readonly string[]
   /** Who acted, when not the request's caller: who registers. */
   actor?: Actor | undefined
 }
@@ -80,7 +80,7 @@ export default fp(async (fastify) => {
 
   fastify.decorateRequest('outbox', async function (this: FastifyRequest, db: Knex, change: OutboxChange) {
     if (!enabled) return
-    const secrets = change.secrets ?? []
+    const { secrets } = change
     const record = (change.after ?? change.before) as Fields
     const [requestId, actorId, keyId] = context(this, change.actor)
     await db('change_outbox').insert({

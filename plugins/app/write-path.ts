@@ -27,6 +27,12 @@ export interface RecordKind<Row> {
   followed?: boolean
 }
 
+/** What a create needs of a kind: no lock, no record to find. */
+export type CreatedKind<Row> = Pick<RecordKind<Row>, 'resource' | 'tag' | 'followed'>
+
+/** A kind clients follow: the only ones made by one INSERT (`insertRecord`) so far. */
+export type FollowedKind<Row> = RecordKind<Row> & { followed?: true }
+
 /** What one write says beyond its domain step. */
 export interface WriteOptions {
   /** Fields whose values are secrets (a password it sets): recorded as changed, never their values. */
@@ -54,12 +60,12 @@ declare module 'fastify' {
      * A create of one INSERT (`insertion`): its audit entry and outbox row ride in its own
      * statement, as does its Idempotency-Key; answered 201 with Location and ETag.
      */
-    insertRecord: <Row extends { id: number }, Args extends Scalar[]>(reply: FastifyReply, kind: RecordKind<Row>, insertion: Insertion<Versioned<Row>, Args>, answer: (row: Versioned<Row>) => Omit<Created, 'etag'>) => Promise<FastifyReply>
+    insertRecord: <Row extends { id: number }, Args extends Scalar[]>(reply: FastifyReply, kind: FollowedKind<Row>, insertion: Insertion<Versioned<Row>, Args>, answer: (row: Versioned<Row>) => Omit<Created, 'etag'>) => Promise<FastifyReply>
     /**
      * A create of several statements, in one transaction with its audit entry, outbox row and
      * Idempotency-Key; answered 201 with `answer`'s body and Location, and the record's ETag.
      */
-    createRecord: <Row>(reply: FastifyReply, kind: RecordKind<Row>, create: CreationStep<Row>, answer: (row: Row & { id: number }) => Omit<Created, 'etag'>, options?: WriteOptions) => Promise<FastifyReply>
+    createRecord: <Row>(reply: FastifyReply, kind: CreatedKind<Row>, create: CreationStep<Row>, answer: (row: Row & { id: number }) => Omit<Created, 'etag'>, options?: WriteOptions) => Promise<FastifyReply>
     /** An update of record `id` under If-Match: the record as changed, its ETag on `reply`. */
     updateRecord: <Row>(reply: FastifyReply, kind: RecordKind<Row>, id: number, change: UpdateStep<Row>, options?: WriteOptions) => Promise<Row>
     /** A delete of record `id` under If-Match: the record as it was. */
@@ -87,7 +93,7 @@ export default fp(async (fastify) => {
   }
 
   /** The record's ETag, in the write's transaction: none for a kind without tags. */
-  const tagOf = async <Row>(kind: RecordKind<Row>, row: Row, trx: Knex): Promise<string | undefined> => {
+  const tagOf = async <Row>(kind: CreatedKind<Row>, row: Row, trx: Knex): Promise<string | undefined> => {
     if (kind.tag === false) return undefined
     return kind.tag ? kind.tag(row, trx) : versionTag((row as Versioned<object>).version)
   }
@@ -96,13 +102,12 @@ export default fp(async (fastify) => {
   const inTransaction = <T>(db: Knex, work: (trx: Knex) => Promise<T>): Promise<T> =>
     db.isTransaction ? work(db) : db.transaction(work)
 
-  fastify.decorateRequest('insertRecord', function <Row extends { id: number }, Args extends Scalar[]> (this: FastifyRequest, reply: FastifyReply, kind: RecordKind<Row>, insertion: Insertion<Versioned<Row>, Args>, answer: (row: Versioned<Row>) => Omit<Created, 'etag'>) {
-    const audited = this.audited(insertion, kind.resource)
-    const recorded = kind.followed === false ? audited : this.outboxed(audited, kind.resource)
+  fastify.decorateRequest('insertRecord', function <Row extends { id: number }, Args extends Scalar[]> (this: FastifyRequest, reply: FastifyReply, kind: FollowedKind<Row>, insertion: Insertion<Versioned<Row>, Args>, answer: (row: Versioned<Row>) => Omit<Created, 'etag'>) {
+    const recorded = this.outboxed(this.audited(insertion, kind.resource), kind.resource)
     return this.insertOnce(reply, recorded, row => ({ ...answer(row), etag: versionTag(row.version) }))
   })
 
-  fastify.decorateRequest('createRecord', async function <Row> (this: FastifyRequest, reply: FastifyReply, kind: RecordKind<Row>, create: CreationStep<Row>, answer: (row: Row & { id: number }) => Omit<Created, 'etag'>, options: WriteOptions = {}) {
+  fastify.decorateRequest('createRecord', async function <Row> (this: FastifyRequest, reply: FastifyReply, kind: CreatedKind<Row>, create: CreationStep<Row>, answer: (row: Row & { id: number }) => Omit<Created, 'etag'>, options: WriteOptions = {}) {
     const created = (db: Knex) => inTransaction(db, async trx => {
       const row = await create(trx)
       await record(this, trx, kind, { action: 'create', id: row.id, after: row as object }, options)

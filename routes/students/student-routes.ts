@@ -3,7 +3,7 @@ import type { OpenApiTag } from '../../plugins/external/swagger.js'
 import { CodedError } from '../../lib/http/error-codes.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
-import type { RecordKind } from '../../plugins/app/write-path.js'
+import type { FollowedKind } from '../../plugins/app/write-path.js'
 import { type Student, studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
@@ -24,7 +24,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const students = studentsRepository(fastify.database, message => new CodedError('email_taken', message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
-    const kind: RecordKind<Student> = { resource: 'student', lock: students.lock, notFound }
+    const kind: FollowedKind<Student> = { resource: 'student', lock: students.lock, notFound }
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)

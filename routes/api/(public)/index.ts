@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import type { EndedSession } from '../../../plugins/app/sessions-repository.js'
-import type { RecordKind } from '../../../plugins/app/write-path.js'
+import type { CreatedKind } from '../../../plugins/app/write-path.js'
 import type { User } from '../../../schemas/users.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import { CodedError } from '../../../lib/http/error-codes.js'
@@ -34,12 +34,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
   // A user registering: created only. Its answer is the new session's tokens, not the user,
   // and carries no ETag (the user's is GET /api/users/:id's).
-  const registered: RecordKind<User> = {
-    resource: 'user',
-    lock: usersRepository.findLocked,
-    tag: false,
-    notFound: id => fastify.httpErrors.notFound(`User ${id} not found`)
-  }
+  const registered: CreatedKind<User> = { resource: 'user', tag: false }
   // The audit entry of a session a refresh token spent again ended: whoever presented it is unknown.
   const auditReuse = (request: FastifyRequest) => (trx: Knex, ended: EndedSession) =>
     request.audit(trx, { action: 'refresh-reuse', resource: 'session', id: ended.id, after: { user_id: ended.user_id, end_reason: 'refresh token reused' } })

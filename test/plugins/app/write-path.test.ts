@@ -246,3 +246,21 @@ t.test('a user write refused (403: more than the caller holds; 409: the last Adm
   t.same((await outboxOf(app, 'user', editor.id)).map(row => row.action), ['update'])
   t.equal(await entries(), 1)
 })
+
+t.test('AUDIT_LOG=off and CHANGE_OUTBOX=off: a create is its INSERT alone, and writes neither', async t => {
+  const app = await build(t, config => { config.outbox.enabled = false; config.audit.enabled = false })
+  const created = await app.inject({ method: 'POST', url: '/students', payload: ada })
+  t.equal(created.statusCode, 201)
+  t.ok(created.headers.etag)
+  const { id } = created.json()
+  t.same(await outboxOf(app, 'student', id), [])
+  t.same(await auditOf(app, 'student', id), [])
+})
+
+t.test('a session id past any integer is not found (404), not a database error', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const res = await app.inject({ method: 'DELETE', url: '/api/sessions/99999999999999999999', headers: bearer(admin.token) })
+  t.equal(res.statusCode, 404)
+  t.equal(res.json().code, 'not_found')
+})

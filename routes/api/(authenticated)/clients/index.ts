@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { versionTag } from '../../../../lib/http/entity-tags.js'
 import { clientsRepository } from './repository.js'
-import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import type { FollowedKind } from '../../../../plugins/app/write-path.js'
 import { type Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
@@ -9,7 +9,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas })
   const repository = clientsRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
-  const kind: RecordKind<Client> = { resource: 'client', lock: repository.lock, notFound }
+  const kind: FollowedKind<Client> = { resource: 'client', lock: repository.lock, notFound }
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, clientListFields)

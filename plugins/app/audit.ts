@@ -4,6 +4,7 @@ import type { Knex } from 'knex'
 import { changedFields } from '../../lib/audit/changed-fields.js'
 import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
+import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 
 /**
  * What changed: the resource as the write path names it (`student`, `client`, `key`,
@@ -68,7 +69,6 @@ const LONE_SURROGATE = /\p{Cs}/gu
 const wellFormed = (_: string, value: unknown) => typeof value === 'string' ? value.replace(LONE_SURROGATE, '\uFFFD') : value
 
 const SWEEP_BATCH = 10_000
-const SWEEP_EVERY_MS = 60 * 60_000
 // The trigger of the audit log refuses every DELETE but of entries older than the time the
 // sweep's own transaction names.
 const SWEEP = `with retention as (select set_config('audit.sweep_before', (now() - make_interval(secs => $1))::text, true) as before)
@@ -117,12 +117,5 @@ export default fp(async (fastify) => {
     // A DELETE always tells how many rows it took (pg's type allows null for commands that do not).
     return rowCount!
   })
-  // Every instance sweeps, once an hour: two at once delete each entry once.
-  /* c8 ignore next 5 -- an hourly timer; what it runs is fastify.auditSweep, which the tests call. A database out of reach at the hour of a sweep only delays it to the next */
-  const sweeping = setInterval(() => {
-    fastify.auditSweep().catch((error: unknown) => {
-      fastify.log.warn({ err: error }, 'could not sweep the audit log')
-    })
-  }, SWEEP_EVERY_MS).unref()
-  fastify.addHook('onClose', async () => clearInterval(sweeping))
+  sweepHourly(fastify, 'the audit log', fastify.auditSweep)
 }, { name: 'audit', dependencies: ['config', 'knex'] })

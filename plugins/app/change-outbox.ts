@@ -4,6 +4,7 @@ import type { Knex } from 'knex'
 import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import type { Actor } from './audit.js'
+import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 
 /** A change of a record, as its outbox row tells it. */
 export interface OutboxChange {
@@ -60,7 +61,6 @@ const createdRow = (first: number) => `outboxed as (insert into change_outbox (r
   select $${first}, 'create', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, created.id, to_jsonb(created) - 'version' from created)`
 
 const SWEEP_BATCH = 10_000
-const SWEEP_EVERY_MS = 60 * 60_000
 // By ctid: the table's one B-tree is on (txid, id), which the sweep does not use.
 const SWEEP = `delete from change_outbox where ctid = any(array(
   select ctid from change_outbox where at < now() - make_interval(secs => $1) limit ${SWEEP_BATCH}))`
@@ -105,11 +105,5 @@ export default fp(async (fastify) => {
     const { rowCount } = await fastify.pgPool.query(SWEEP, [retentionSeconds])
     return rowCount!
   })
-  /* c8 ignore next 5 -- an hourly timer; what it runs is fastify.outboxSweep, which the tests call */
-  const sweeping = setInterval(() => {
-    fastify.outboxSweep().catch((error: unknown) => {
-      fastify.log.warn({ err: error }, 'could not sweep the change outbox')
-    })
-  }, SWEEP_EVERY_MS).unref()
-  fastify.addHook('onClose', async () => clearInterval(sweeping))
+  sweepHourly(fastify, 'the change outbox', fastify.outboxSweep)
 }, { name: 'change-outbox', dependencies: ['config', 'knex'] })

@@ -228,9 +228,11 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       return trx('sessions').first(trx.raw(`${SESSION_COLUMNS}, user_id`)).where('id', sessionId).whereRaw(LIVE).forNoKeyUpdate()
     },
 
-    /** Ends this session of the user's, if it is one and live: the session as it was, or undefined. */
+    /**
+     * Ends this session of the user's, if it is one and live: the session as it was, or
+     * undefined. Its id is a token's or one `lock` found: a safe integer.
+     */
     async endOne (userId: number, sessionId: number, reason: EndReason, trx: Knex): Promise<EndedSession | undefined> {
-      if (!Number.isSafeInteger(sessionId)) return undefined
       const [ended] = await end(trx, qb => qb.where({ id: sessionId, user_id: userId }).whereRaw('expires_at > now()'), reason)
       return ended
     },

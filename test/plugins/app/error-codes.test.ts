@@ -152,7 +152,7 @@ t.test('the codes of settings, of the HTTP parser and of an unreachable database
   t.equal((await app.inject({ url: '/nowhere' })).statusCode, 404)
   check(await app.inject({ url: '/nowhere' }), 'rate_limited', 'unknown routes past the limit')
 
-  check(await raw(app, 'GET /students/% HTTP/1.1\r\nHost: x\r\n\r\n'), 'malformed_url', 'a bad percent-encoding')
+  check(await raw(app, 'GET /students/% HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'), 'malformed_url', 'a bad percent-encoding')
   check(await raw(app, 'HELLO\r\n\r\n'), 'malformed_request', 'not HTTP')
   check(await raw(app, `GET /students HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 'headers_too_large', 'headers over the limit')
   const dripped = raw(app, 'POST /students HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 50\r\n\r\n{"na', { ms: 5_000 })

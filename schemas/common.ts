@@ -29,7 +29,7 @@ const ERRORS: Record<number, string> = {
   403: 'The caller lacks the permission this needs',
   404: 'No record with this id',
   408: 'The request body did not all arrive within the time limit (the connection is closed)',
-  409: 'A unique value is taken, the change would leave no administrator, or a request with the same `Idempotency-Key` is still under way (with `Retry-After`)',
+  409: 'A unique value is taken, the change would leave no administrator, records of another table refer to the record to delete or the record refers to one that does not exist, or a request with the same `Idempotency-Key` is still under way (with `Retry-After`)',
   412: '`If-Match` holds none of the record\'s current tags: it changed since it was read (`ETag` is its current tag); nothing was written',
   413: 'The request body is larger than the limit',
   415: 'The request body is not JSON',

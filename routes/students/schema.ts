@@ -96,10 +96,10 @@ export function studentSchemas (namespace: string, tag: string) {
       ...common,
       operationId: `${namespace}.destroy`,
       summary: 'Remove a student',
-      description: 'Deletes the student for good; answers 204 with no body, or 404.',
+      description: 'Deletes the student for good; answers 204 with no body, 404, or 409 `referenced` while records of another table refer to the student.',
       params: IdParams,
       headers: WriteHeaders,
-      response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(400, 404, 412, 428) }
+      response: { 204: Type.Null({ description: 'Removed' }), ...errorResponses(400, 404, 409, 412, 428) }
     }
   }
 }

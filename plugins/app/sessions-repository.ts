@@ -26,9 +26,6 @@ export interface SessionRecord {
 /** A session a statement ended, and whose it was. */
 export type EndedSession = SessionRecord & { user_id: number }
 
-/** What is written with the end of a session a refresh token spent again ended, in its transaction: its audit entry. */
-export type OnReuse = (trx: Knex, ended: EndedSession) => Promise<void>
-
 /** What an access token of a session is made of: whose it is, and until when the session holds. */
 export interface LiveSession {
   id: number
@@ -41,7 +38,9 @@ export interface LiveSession {
 export type Refresh =
   | { outcome: 'spent', session: LiveSession, issuedAt: number }
   | { outcome: 'repeated', session: LiveSession, issuedAt: number }
-  | { outcome: 'reused' | 'unknown' | 'expired' | 'ended' }
+  /** Spent before, past the grace: `sessionId`'s session is to end (`endReused`). */
+  | { outcome: 'reused', sessionId: number }
+  | { outcome: 'unknown' | 'expired' | 'ended' }
 
 /** Why a session ended, as `sessions.end_reason` keeps it. */
 export type EndReason = 'logout' | 'ended by its user' | 'all sessions ended' | 'refresh token reused' | 'superseded'
@@ -134,15 +133,6 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     return ended
   }
 
-  /** Ends the session a refresh token spent again is of, with `onReuse`'s writes. */
-  async function endReused (sessionId: number, onReuse: OnReuse): Promise<void> {
-    await knex.transaction(async trx => {
-      const [ended] = await end(trx, qb => qb.where('id', sessionId), 'refresh token reused')
-      /* c8 ignore next -- the session ended already: by another request since the token's look-up, or by an earlier reuse */
-      if (ended) await onReuse(trx, ended)
-    })
-  }
-
   return {
     /**
      * Starts a session of the user, with its first refresh token, and ends their oldest live
@@ -176,7 +166,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
      * statement; or tells what else the token is. A token spent within the grace is answered
      * as it was (`repeated`); spent before that, it is a reuse, and its session ends.
      */
-    async refresh (token: string, successor: string, onReuse: OnReuse): Promise<Refresh> {
+    async refresh (token: string, successor: string): Promise<Refresh> {
       const hash = refreshHash(token)
       const { rows: [spent] } = await statements.spend([hash.toString('hex'), refreshHash(successor).toString('hex'), refreshTtlSeconds])
       if (spent) return { outcome: 'spent', session: live(spent), issuedAt: spent.issued_at }
@@ -195,22 +185,30 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       if (!known.session_live) return { outcome: 'ended' }
       if (!known.spent) return { outcome: 'expired' }
       if (known.within_grace) return { outcome: 'repeated', session: live(known), issuedAt: known.issued_at }
-      await endReused(known.id, onReuse)
-      return { outcome: 'reused' }
+      return { outcome: 'reused', sessionId: known.id }
     },
 
     /**
-     * Whether the token is one spent past its grace; if so, its session ends. A refresh held
-     * back by a limit still looks: else whoever holds a stolen session's live token could keep
-     * the limit reached, and the victim's spent token would get 429, never ending the session.
+     * The session of the token, if it is one spent past its grace, which is to end
+     * (`endReused`). A refresh held back by a limit still looks: else whoever holds a stolen
+     * session's live token could keep the limit reached, and the victim's spent token would get
+     * 429, never ending the session.
      */
-    async endIfReused (token: string, onReuse: OnReuse): Promise<boolean> {
+    async reusedSession (token: string): Promise<number | undefined> {
       const { rows: [reused] } = await knex.raw<{ rows: { id: number }[] }>(`
         select session_id::float8 as id from refresh_tokens
         where hash = ? and spent_at is not null and now() - spent_at > make_interval(secs => ?)`, [refreshHash(token), refreshReuseGraceSeconds])
-      if (!reused) return false
-      await endReused(reused.id, onReuse)
-      return true
+      return reused?.id
+    },
+
+    /**
+     * Ends the session a refresh token spent again is of, in `trx`: the session as it was, or
+     * none if it had ended already (by another request since the token's look-up, or an
+     * earlier reuse).
+     */
+    async endReused (sessionId: number, trx: Knex): Promise<EndedSession | undefined> {
+      const [ended] = await end(trx, qb => qb.where('id', sessionId), 'refresh token reused')
+      return ended
     },
 
     /** The user's live sessions, the most recently used first. */

@@ -5,7 +5,7 @@ import type { Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
-import type { Actor, AuditAction } from './audit.js'
+import type { Actor, AuditAction, Change } from './audit.js'
 import type { OutboxChange } from './change-outbox.js'
 import { sendCreated, type Created } from './idempotency.js'
 
@@ -53,6 +53,12 @@ export type UpdateStep<Row> = (trx: Knex, before: Row) => Promise<Row>
 export type RemovalStep<Row> = (trx: Knex, before: Row) => Promise<unknown>
 /** The domain step of a create: the record made, in `trx`. */
 export type CreationStep<Row> = (trx: Knex) => Promise<Row & { id: number }>
+/**
+ * The domain step of an account's event (a login, a logout, a session ended by a spent token
+ * presented again), in `trx`: what it answers, and the audit entries of what it did (none if
+ * it did nothing).
+ */
+export type EventStep<Result> = (trx: Knex) => Promise<{ result: Result, events: readonly Change[] }>
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -70,6 +76,11 @@ declare module 'fastify' {
     updateRecord: <Row>(reply: FastifyReply, kind: RecordKind<Row>, id: number, change: UpdateStep<Row>, options?: WriteOptions) => Promise<Row>
     /** A delete of record `id` under If-Match: the record as it was. */
     deleteRecord: <Row>(kind: RecordKind<Row>, id: number, remove: RemovalStep<Row>, options?: WriteOptions) => Promise<Row>
+    /**
+     * An event of an account, which changes no record clients follow nor one a tag guards: its
+     * step and its audit entries in one transaction, under the write guard. `step`'s result.
+     */
+    recordEvents: <Result>(step: EventStep<Result>) => Promise<Result>
   }
 }
 
@@ -79,7 +90,8 @@ declare module 'fastify' {
  * transaction; the record before, under its lock; `If-Match` against it (412 with the current
  * tag; 428 under REQUIRE_IF_MATCH); the handler's domain step, and only that; the audit entry;
  * the change outbox row; then, for a create with an Idempotency-Key, the kept answer; the ETag
- * and Location. A handler says what it writes and does its domain step.
+ * and Location. A handler says what it writes and does its domain step. An account's event
+ * (a login, a logout) takes the guard, the transaction and the audit entries (`recordEvents`).
  */
 export default fp(async (fastify) => {
   const { knex } = fastify
@@ -148,6 +160,14 @@ export default fp(async (fastify) => {
       await remove(trx, before)
       await record(this, trx, kind, { action: 'delete', id, before: before as object }, options)
       return before
+    }))
+  })
+
+  fastify.decorateRequest('recordEvents', function <Result> (this: FastifyRequest, step: EventStep<Result>) {
+    return this.guardWrite(() => knex.transaction(async trx => {
+      const { result, events } = await step(trx)
+      for (const event of events) await this.audit(trx, event)
+      return result
     }))
   })
 }, { name: 'write-path', dependencies: ['knex', 'audit', 'change-outbox', 'idempotency', 'conditional-requests', 'request-timing'] })

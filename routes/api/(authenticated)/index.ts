@@ -30,18 +30,19 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/logout', { schema: accountSchemas.logout, onRequest: fastify.refuseKeys }, async (request) => {
     const { id, jti, exp, sessionId } = request.user
     const all = request.query.scope === 'all'
-    await request.guardWrite(() => fastify.knex.transaction(async trx => {
+    await request.recordEvents(async trx => {
+      const logout = { action: 'logout', resource: 'session', id: sessionId ?? null, after: { user_id: id, scope: all ? 'all' : 'this session' } } as const
       if (all) await fastify.usersRepository.endAllSessions(id, trx)
       else if (sessionId !== undefined) {
         // Ended since the token's check (by another logout of it, from another device, …):
         // whatever ended it wrote its entry; this logout changed nothing.
-        if (!await fastify.sessionsRepository.endOne(id, sessionId, 'logout', trx)) return
+        if (!await fastify.sessionsRepository.endOne(id, sessionId, 'logout', trx)) return { result: undefined, events: [] }
       } else {
         // A token of no session, issued before sessions were.
         await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000), trx)
       }
-      await request.audit(trx, { action: 'logout', resource: 'session', id: sessionId ?? null, after: { user_id: id, scope: all ? 'all' : 'this session' } })
-    }))
+      return { result: undefined, events: [logout] }
+    })
     return { success: true as const, data: null, message: 'Logged out' }
   })
 

@@ -1,7 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import type { Knex } from 'knex'
-import type { EndedSession } from '../../../plugins/app/sessions-repository.js'
 import type { CreatedKind } from '../../../plugins/app/write-path.js'
 import type { User } from '../../../schemas/users.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
@@ -35,9 +33,14 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // A user registering: created only. Its answer is the new session's tokens, not the user,
   // and carries no ETag (the user's is GET /api/users/:id's).
   const registered: CreatedKind<User> = { resource: 'user', tag: false }
-  // The audit entry of a session a refresh token spent again ended: whoever presented it is unknown.
-  const auditReuse = (request: FastifyRequest) => (trx: Knex, ended: EndedSession) =>
-    request.audit(trx, { action: 'refresh-reuse', resource: 'session', id: ended.id, after: { user_id: ended.user_id, end_reason: 'refresh token reused' } })
+  // Ends the session of a refresh token spent again, with its audit entry (whoever presented it
+  // is unknown); nothing if it had ended already.
+  const endReused = (request: FastifyRequest, sessionId: number) => request.recordEvents(async trx => {
+    const ended = await sessionsRepository.endReused(sessionId, trx)
+    /* c8 ignore next -- ended by another request since the token's look-up, or by an earlier reuse */
+    if (!ended) return { result: undefined, events: [] }
+    return { result: undefined, events: [{ action: 'refresh-reuse', resource: 'session', id: ended.id, after: { user_id: ended.user_id, end_reason: 'refresh token reused' } }] }
+  })
 
   // Login counts its attempt in the statement that looks the user up (register, in a hook,
   // before validation): a malformed body, answered 400 without a hash, is not counted.
@@ -57,17 +60,14 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw new CodedError('invalid_credentials', 'These credentials do not match our records')
     }
-    const { session, refreshToken, issuedAt } = await request.guardWrite(() => fastify.knex.transaction(async trx => {
+    const { session, refreshToken, issuedAt } = await request.recordEvents(async trx => {
       const started = await sessionsRepository.start(trx, user!.id, client(request))
-      const sessionId = started.session.id
-      const actor = { id: user!.id, sessionId }
-      await request.audit(trx, { action: 'login', resource: 'session', id: sessionId, after: { user_id: user!.id, ip: request.ip, user_agent: request.headers['user-agent'] }, actor })
+      const actor = { id: user!.id, sessionId: started.session.id }
+      const login = { action: 'login', resource: 'session', id: started.session.id, after: { user_id: user!.id, ip: request.ip, user_agent: request.headers['user-agent'] }, actor } as const
       // The oldest sessions past the cap, which this login ended.
-      for (const ended of started.superseded) {
-        await request.audit(trx, { action: 'end', resource: 'session', id: ended, after: { user_id: user!.id, end_reason: 'superseded' }, actor })
-      }
-      return started
-    }))
+      const superseded = started.superseded.map(id => ({ action: 'end', resource: 'session', id, after: { user_id: user!.id, end_reason: 'superseded' }, actor }) as const)
+      return { result: started, events: [login, ...superseded] }
+    })
     return { success: true as const, ...fastify.sessionTokens(session, refreshToken, issuedAt) }
   })
 
@@ -100,14 +100,17 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       attempt.check(reply, counts)
     } catch (limited) {
-      if (!await request.guardWrite(() => sessionsRepository.endIfReused(token, auditReuse(request)))) throw limited
+      const reused = await sessionsRepository.reusedSession(token)
+      if (reused === undefined) throw limited
+      await endReused(request, reused)
       reply.removeHeader('retry-after')
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw new CodedError('invalid_refresh_token', REFUSED.reused)
     }
     const refresh = REFRESH_TOKEN.test(token)
-      ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors), auditReuse(request)))
+      ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors)))
       : { outcome: 'unknown' as const }
+    if (refresh.outcome === 'reused') await endReused(request, refresh.sessionId)
     if (refresh.outcome === 'spent' || refresh.outcome === 'repeated') {
       const successor = successorOf(token, successors)
       return { success: true as const, ...fastify.sessionTokens(refresh.session, successor, refresh.issuedAt, accessTokenId(successor)) }

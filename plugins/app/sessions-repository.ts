@@ -218,12 +218,13 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     },
 
     /**
-     * The session, if live, and whose it is, locked until `trx` ends as its end's UPDATE locks
-     * it (FOR NO KEY UPDATE: a refresh still adds its next token meanwhile).
+     * The user's session, if live, locked until `trx` ends as its end's UPDATE locks it (FOR NO
+     * KEY UPDATE: a refresh still adds its next token meanwhile). Another user's is neither
+     * found nor locked: waiting on its lock would tell it exists.
      */
-    async lock (sessionId: number, trx: Knex): Promise<(SessionRecord & { user_id: number }) | undefined> {
+    async lockOwn (userId: number, sessionId: number, trx: Knex): Promise<(SessionRecord & { user_id: number }) | undefined> {
       if (!Number.isSafeInteger(sessionId)) return undefined
-      return trx('sessions').first(trx.raw(`${SESSION_COLUMNS}, user_id`)).where('id', sessionId).whereRaw(LIVE).forNoKeyUpdate()
+      return trx('sessions').first(trx.raw(`${SESSION_COLUMNS}, user_id`)).where({ id: sessionId, user_id: userId }).whereRaw(LIVE).forNoKeyUpdate()
     },
 
     /**

@@ -164,8 +164,16 @@ t.test('a user lists their sessions and ends one; another user\'s is 404; logout
   t.equal(sessions[0]!.ip, '127.0.0.1')
   const phoneId = claims(phone.data).sid
 
-  const foreign = await app.inject({ method: 'DELETE', url: `/api/sessions/${phoneId}`, headers: bearer(stranger.token) })
+  // While the phone's session is locked (its owner's write under way), a stranger's try at it
+  // is 404 at once: it neither waits on that lock nor takes one.
+  const owner = await app.knex.transaction()
+  await owner('sessions').where('id', phoneId).forUpdate()
+  const answered = app.inject({ method: 'DELETE', url: `/api/sessions/${phoneId}`, headers: bearer(stranger.token) })
+  t.notOk(await lockWaiters(app, 1, 2_000), 'no statement of the stranger\'s waits on the owner\'s lock')
+  await owner.rollback()
+  const foreign = await answered
   t.equal(foreign.statusCode, 404, 'someone else\'s session')
+  t.equal(foreign.json().message, `Session ${phoneId} not found`, 'as unknown as none')
   t.equal(await profile(app, phone.data), 200)
   t.equal((await app.inject({ method: 'DELETE', url: '/api/sessions/99999999999999999999', headers: bearer(laptop.data) })).statusCode, 404)
   t.equal((await app.inject({ method: 'DELETE', url: '/api/sessions/0', headers: bearer(laptop.data) })).statusCode, 400)

@@ -8,8 +8,11 @@ const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: sessionsTag, schemas: sessionSharedSchemas })
   const { sessionsRepository } = fastify
   const notFound = (id: number) => fastify.httpErrors.notFound(`Session ${id} not found`)
-  // Audited only: clients do not follow sessions through the change outbox; no read tags one.
-  const kind: RecordKind<SessionRecord & { user_id: number }> = { resource: 'session', lock: sessionsRepository.lock, notFound, tag: false, followed: false }
+  // The caller's own sessions (another user's is as unknown as none), audited only: clients do
+  // not follow sessions through the change outbox; no read tags one.
+  const ownSessions = (userId: number): RecordKind<SessionRecord & { user_id: number }> => ({
+    resource: 'session', lock: (sessionId, trx) => sessionsRepository.lockOwn(userId, sessionId, trx), notFound, tag: false, followed: false
+  })
   // A session is a person's login: an API key neither lists nor ends one.
   fastify.addHook('onRequest', fastify.refuseKeys)
 
@@ -22,11 +25,9 @@ const sessions: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/:id', { schema: sessionSchemas.destroy }, async (request) => {
     const { id, sessionId } = request.user
     const reason = 'ended by its user'
-    const ended = await request.deleteRecord(kind, request.params.id, async (trx, session) => {
-      // Another user's session is as unknown as none.
-      if (session.user_id !== id) throw notFound(session.id)
-      await sessionsRepository.endOne(id, session.id, reason, trx)
-    }, { action: 'end', event: { user_id: id, end_reason: reason } })
+    const ended = await request.deleteRecord(ownSessions(id), request.params.id,
+      (trx, session) => sessionsRepository.endOne(id, session.id, reason, trx),
+      { action: 'end', event: { user_id: id, end_reason: reason } })
     const { user_id: _, ...session } = ended
     return { success: true as const, data: { ...session, current: ended.id === sessionId }, message: 'Session ended' }
   })

@@ -79,12 +79,20 @@ export const STARTUP_CONNECT_MS = 60_000
  * The knex settings for start-up's work, on connections of its own that may take their time:
  * beside other instances migrating and starting, a connection within the requests'
  * DB_CONNECT_TIMEOUT and DB_ACQUIRE_TIMEOUT is not always to be had on a loaded machine, and
- * the instance would fail to start (seen in CI runs).
+ * the instance would fail to start (seen in CI runs). Nor is a migration's statement held to
+ * a request's DB_STATEMENT_TIMEOUT: an index built on a large table, or the wait for another
+ * instance's migration, takes longer, and would stop start-up (a connection through a pooler
+ * carries no such setting).
  */
 export function startupKnexConfig (config: Knex.Config): Knex.Config {
+  const connection = config.connection as Knex.PgConnectionConfig & { statement_timeout?: number }
   return {
     ...config,
-    connection: { ...config.connection as Knex.PgConnectionConfig, connectionTimeoutMillis: STARTUP_CONNECT_MS } as Knex.PgConnectionConfig,
+    connection: {
+      ...connection,
+      connectionTimeoutMillis: STARTUP_CONNECT_MS,
+      ...(connection.statement_timeout !== undefined && { statement_timeout: 0 })
+    } as Knex.PgConnectionConfig,
     acquireConnectionTimeout: STARTUP_CONNECT_MS
   }
 }

@@ -12,10 +12,6 @@ export function uniqueConflict (error: unknown, index: string, conflict: () => E
   return isUniqueViolation(error, index) ? conflict() : error
 }
 
-// foreign_key_violation, and restrict_violation, which PostgreSQL 18 raises where a key declared
-// ON DELETE RESTRICT refuses a delete (earlier versions raise foreign_key_violation).
-const FOREIGN_KEY_CODES = new Set(['23503', '23001'])
-
 /**
  * What a foreign key's refusal tells the client, by the write it refused: a delete, of a
  * record that rows of another table still refer to (PostgreSQL names that table); any other
@@ -25,8 +21,11 @@ const FOREIGN_KEY_CODES = new Set(['23503', '23001'])
  */
 export function foreignKeyRefusal (error: unknown, method: string): { code: ErrorCode, message: string } | undefined {
   const { code, table } = error as { code?: unknown, table?: unknown }
-  if (typeof code !== 'string' || !FOREIGN_KEY_CODES.has(code)) return undefined
-  if (method === 'DELETE' && typeof table === 'string') return { code: 'referenced', message: `The record is still referred to by ${table}; change or remove those first` }
+  // foreign_key_violation; and restrict_violation, which PostgreSQL 18 raises where a key
+  // declared ON DELETE (or ON UPDATE) RESTRICT refuses a change of the record referred to
+  // (earlier versions raise foreign_key_violation): always the referred-to side.
+  if (code !== '23503' && code !== '23001') return undefined
+  if ((code === '23001' || method === 'DELETE') && typeof table === 'string') return { code: 'referenced', message: `The record is still referred to by ${table}; change or remove those first` }
   return { code: 'missing_reference', message: 'The record refers to one that does not exist' }
 }
 

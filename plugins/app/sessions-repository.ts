@@ -164,7 +164,8 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     /**
      * Spends a refresh token and keeps its successor (whose digest the caller gives), in one
      * statement; or tells what else the token is. A token spent within the grace is answered
-     * as it was (`repeated`); spent before that, it is a reuse, and its session ends.
+     * as it was (`repeated`); spent before that, it is a reuse (`reused`), whose session the
+     * caller ends (`endReused`).
      */
     async refresh (token: string, successor: string): Promise<Refresh> {
       const hash = refreshHash(token)

@@ -29,10 +29,14 @@ export function studentsRepository (database: Database, conflict: (message: stri
       return insertion(queries.create, [age, dob, email, name], error => emailTakenOr(error, email))
     },
 
-    /** The student as it stands, locked until `trx` ends: what the write path checks and records. */
+    /**
+     * The student as it stands, locked until `trx` ends: what the write path checks and records.
+     * FOR NO KEY UPDATE: a row of another table that refers to the student (its key check takes
+     * FOR KEY SHARE) is written meanwhile; a delete takes the stronger lock itself.
+     */
     async lock (id: number, trx: Knex): Promise<Versioned<Student> | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('students').where({ id }).forUpdate().first(written) as Promise<Versioned<Student> | undefined>
+      return trx('students').where({ id }).forNoKeyUpdate().first(written) as Promise<Versioned<Student> | undefined>
     },
 
     /** The student as changed, in the write path's transaction, which has locked it (`lock`). */

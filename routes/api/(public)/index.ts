@@ -100,9 +100,13 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     try {
       attempt.check(reply, counts)
     } catch (limited) {
-      const reused = await sessionsRepository.reusedSession(token)
-      if (reused === undefined) throw limited
-      await endReused(request, reused)
+      // The look-up and the end under one guard: a time limit's 503 never falls between them.
+      const reused = await request.guardWrite(async () => {
+        const sessionId = await sessionsRepository.reusedSession(token)
+        if (sessionId !== undefined) await endReused(request, sessionId)
+        return sessionId !== undefined
+      })
+      if (!reused) throw limited
       reply.removeHeader('retry-after')
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw new CodedError('invalid_refresh_token', REFUSED.reused)

@@ -17,10 +17,14 @@ export function coursesRepository (database: Database, codeTaken: (code: string)
   return {
     ...keysetTable<Course>(database, { name: 'courses', rows: knex => knex('courses'), columns: COLUMNS, schema: Course, fields: courseListFields }),
 
-    /** The course as it stands, locked until `trx` ends: what the write path checks and records. */
+    /**
+     * The course as it stands, locked until `trx` ends: what the write path checks and records.
+     * FOR NO KEY UPDATE, as a table others refer to: an enrollment in it (whose key check takes
+     * FOR KEY SHARE) is not held up by a change of its title.
+     */
     async lock (id: number, trx: Knex): Promise<Versioned<Course> | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('courses').where({ id }).forUpdate().first(written) as Promise<Versioned<Course> | undefined>
+      return trx('courses').where({ id }).forNoKeyUpdate().first(written) as Promise<Versioned<Course> | undefined>
     },
 
     async create (input: CourseInput, trx: Knex): Promise<Versioned<Course>> {

@@ -230,7 +230,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
 
     /**
      * Ends this session of the user's, if it is one and live: the session as it was, or
-     * undefined. Its id is a token's or one `lock` found: a safe integer.
+     * undefined. Its id is a token's or one `lockOwn` found: a safe integer.
      */
     async endOne (userId: number, sessionId: number, reason: EndReason, trx: Knex): Promise<EndedSession | undefined> {
       const [ended] = await end(trx, qb => qb.where({ id: sessionId, user_id: userId }).whereRaw('expires_at > now()'), reason)

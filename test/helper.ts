@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
 import type { Test } from 'tap'
+import { randomBytes } from 'node:crypto'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
@@ -41,7 +42,9 @@ let databases = 0
 /** A fresh, empty database of its own for the calling test, dropped after it. */
 export async function createDatabase (t: Test): Promise<DatabaseConfig> {
   const server = serverConnection()
-  const database = `test_${process.pid}_${++databases}`
+  // Random too: a pid comes round again within a CI run (pid_max is 32,768 here), and no
+  // two test processes may ever meet in one database (a drop WITH (FORCE) cuts connections).
+  const database = `test_${process.pid}_${++databases}_${randomBytes(4).toString('hex')}`
   const admin = new pg.Client(server)
   await admin.connect()
   await admin.query(`create database ${database}`)

@@ -35,6 +35,25 @@ export interface Change {
   actor?: Actor
 }
 
+/**
+ * An event whose audit entry rides in the statement that does it (`request.auditedEvents`):
+ * the record it is of is named by a column of the statement's row, `created`.
+ */
+export interface StatementEvent {
+  action: AuditAction
+  resource: AuditResource
+  /** The column of `created` holding the record's id; `each`: holding an array of ids, an entry for each. */
+  id: string
+  each?: boolean
+  after: object
+}
+
+/** Who acted in such an event: a user, in the session a column of `created` holds (the one a login starts). */
+export interface StatementActor {
+  id: number
+  sessionColumn: string
+}
+
 declare module 'fastify' {
   interface FastifyRequest {
     /**
@@ -45,6 +64,8 @@ declare module 'fastify' {
     audit: (db: Knex, change: Change) => Promise<void>
     /** The insertion, with the audit entry of the record it creates written in its own statement. */
     audited: <Row, Args extends Scalar[]>(insertion: Insertion<Row, Args>, resource: AuditResource) => Insertion<Row, Args>
+    /** The audit entries of events done by one statement, to ride in it: none when the log is off. */
+    auditedEvents: (events: readonly StatementEvent[], actor: StatementActor) => Companion[]
   }
   interface FastifyInstance {
     /** Deletes the entries past AUDIT_RETENTION, a batch at a time: how many went. */
@@ -59,6 +80,36 @@ const CONTEXT_COLUMNS = ['actor_id', 'key_id', 'session_id', 'ip', 'request_id',
 // (lib/audit/changed-fields.ts).
 const createdEntry = (first: number) => `audited as (insert into audit_log (${CONTEXT_COLUMNS.join(', ')}, resource_id, after)
   select ${CONTEXT_COLUMNS.map((_, i) => `$${first + i}`).join(', ')}, created.id, to_jsonb(created) - '{created_at,updated_at,version}'::text[] from created)`
+
+/** The client's address, as an entry keeps it. */
+function ipOf (request: FastifyRequest): string | null {
+  // Node forgets a socket's address once it closes: a client gone mid-request leaves none.
+  /* c8 ignore next */
+  return (request.ip as string | undefined) === undefined ? null : request.ip.slice(0, 64)
+}
+
+/** A column of `created` named in an entry's SQL: the code's own names, never a caller's. */
+const COLUMN = /^[a-z_]+$/
+const column = (name: string) => {
+  if (!COLUMN.test(name)) throw new Error(`Not a column name: ${name}`)
+  return `created.${name}`
+}
+
+// The entries of events, each a SELECT from `created` (unnesting an array of ids for `each`):
+// the actor, their session, the IP and the request first, then each event's action, resource
+// and record after it. Casts, as a UNION leaves parameters without a type.
+const eventEntries = (events: readonly StatementEvent[], actor: StatementActor) => (first: number) => {
+  const shared = `$${first}::bigint, null::bigint, ${column(actor.sessionColumn)}::bigint, $${first + 1}::varchar, $${first + 2}::varchar`
+  const selects = events.map((event, i) => {
+    const at = first + 3 + i * 3
+    const what = `$${at}::varchar, $${at + 1}::varchar`
+    return event.each === true
+      ? `select ${shared}, ${what}, record_id::bigint, $${at + 2}::jsonb from created, unnest(${column(event.id)}) as record_id`
+      : `select ${shared}, ${what}, ${column(event.id)}::bigint, $${at + 2}::jsonb from created`
+  })
+  return `audited_events as (insert into audit_log (${CONTEXT_COLUMNS.join(', ')}, resource_id, after)
+  ${selects.join('\n  union all ')})`
+}
 
 /**
  * jsonb refuses the escape of a lone surrogate, which JSON.stringify writes: a text holding one
@@ -86,10 +137,7 @@ export default fp(async (fastify) => {
   /** Who acted, from where, and what was done, as the entry's first columns hold them. */
   function context (request: FastifyRequest, action: AuditAction, resource: AuditResource, actor?: Actor): Scalar[] {
     const who = actor ?? (request.user ? { id: request.user.id, keyId: request.user.keyId, sessionId: request.user.sessionId } : { id: null })
-    // Node forgets a socket's address once it closes: a client gone mid-request leaves none.
-    /* c8 ignore next */
-    const ip = (request.ip as string | undefined) === undefined ? null : request.ip.slice(0, 64)
-    return [who.id, who.keyId ?? null, who.sessionId ?? null, ip, request.id, action, resource]
+    return [who.id, who.keyId ?? null, who.sessionId ?? null, ipOf(request), request.id, action, resource]
   }
 
   fastify.decorateRequest('audit', async function (this: FastifyRequest, db: Knex, change: Change) {
@@ -110,6 +158,14 @@ export default fp(async (fastify) => {
     if (!enabled) return insertion
     const entry: Companion = { name: 'audited', cte: createdEntry, values: context(this, 'create', resource) }
     return { ...insertion, companions: [...insertion.companions, entry] }
+  })
+
+  fastify.decorateRequest('auditedEvents', function (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor) {
+    if (!enabled) return []
+    const values: Scalar[] = [actor.id, ipOf(this), this.id]
+    for (const event of events) values.push(event.action, event.resource, JSON.stringify(changedFields(null, event.after as Record<string, unknown>).after, wellFormed))
+    const shape = events.map(event => `${event.each === true ? '*' : ''}${event.id}`).join(',')
+    return [{ name: `audited-events(${shape}; ${actor.sessionColumn})`, cte: eventEntries(events, actor), values }]
   })
 
   fastify.decorate('auditSweep', async () => {

@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { countAttempt, type AttemptCount } from './throttle.js'
-import { prepare, type Database } from '../../lib/db/prepared-query.js'
+import { insert, insertion, prepare, type Companion, type Database } from '../../lib/db/prepared-query.js'
 import { newRefreshToken, refreshHash } from '../../lib/auth/refresh-tokens.js'
 import { LastUse } from '../../lib/auth/last-use.js'
 
@@ -64,35 +64,19 @@ const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, 
 function sessionStatements (database: Database) {
   const { knex } = database
   return {
-    // FOR NO KEY UPDATE, as every change of a user locks the user (users-repository.ts's findLocked).
-    lockUser: prepare<[userId: number], unknown>(database, 'sessions.lock-user', userId =>
-      knex('users').where('id', userId).forNoKeyUpdate().select('id')),
     count: prepare<[windowSeconds: number, ipKey: string, hash: string], AttemptCount>(
       database, 'sessions.count-refresh',
       (windowSeconds, ipKey, hash) => countAttempt(knex, windowSeconds, ipKey,
         knex.raw('(select \'refresh:session:\' || session_id from refresh_tokens where hash = decode(?, \'hex\'))', [hash]))),
-    start: prepare<[userId: number, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, sameUserId: number, keep: number], LiveRow & { superseded: number[] }>(
-      database, 'sessions.start', (userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, sameUserId, keep) => knex.raw(`
-        with session as (
-          insert into sessions (user_id, expires_at, user_agent, ip)
-          values (?, now() + make_interval(secs => ?), ?, ?)
-          returning id, user_id, expires_at),
-        refresh as (
-          insert into refresh_tokens (hash, session_id, issued_at, expires_at)
-          select decode(?, 'hex'), id, now(), least(now() + make_interval(secs => ?), expires_at) from session),
-        superseded as (
-          -- The statement does not see the session it starts: one fewer of the others stays.
-          -- It sees every other (logins of the user wait for each other: start, below); one
-          -- ended meanwhile by a logout or a password change is left to that.
-          update sessions set ended_at = now(), end_reason = 'superseded'
-          where id in (select id from sessions where user_id = ? and ended_at is null and expires_at > now()
-            order by id desc offset ?) and ended_at is null
-          returning id)
-        select s.id::float8 as id, s.user_id,
-          floor(extract(epoch from s.expires_at))::float8 as expires_at, floor(extract(epoch from now()))::float8 as issued_at,
-          array(select id::float8 from superseded) as superseded
-        from session s`,
-      [userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, sameUserId, keep])),
+    // db/migrations/20261202000000_start_session.ts: the user locked, the session, its first
+    // refresh token, the oldest past the cap ended. The columns are what audit entries riding
+    // in the statement name (the routes' login).
+    start: prepare<[userId: number, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, keep: number], LiveRow & { superseded: number[] }>(
+      database, 'sessions.start', (userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep) => knex.raw(`
+        select s.id::float8 as id, s.user_id, floor(extract(epoch from s.expires_at))::float8 as expires_at,
+          floor(extract(epoch from now()))::float8 as issued_at, s.superseded::float8[] as superseded
+        from start_session(?, ?, ?, ?, decode(?, 'hex'), ?, ?) s`,
+      [userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep])),
     // The session by its key, from a subquery of the spent token: joined to the spent row
     // instead, the planner may start from the users (a CTE's row count is unknown to it, and
     // a table's is stale until analyzed) and scan every live session for the one.
@@ -136,20 +120,22 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   return {
     /**
      * Starts a session of the user, with its first refresh token, and ends their oldest live
-     * sessions past SESSIONS_PER_USER (`superseded`: their ids). The user's row is locked
-     * first, by a statement of its own, so that logins of one user at once (a fleet of clients
-     * sharing an account) take their turns, each seeing the sessions the ones before it started:
-     * the cap holds at every moment. They queue after their password checks, for a statement
-     * and the audit entries, and in the order every change of a user takes its locks (the user,
-     * then their sessions), so not in a deadlock with a password change or a logout everywhere.
+     * sessions past SESSIONS_PER_USER (`superseded`: their ids), in one statement (in `db`'s
+     * transaction, or on its own with `companions` riding in it: a login's audit entries). The
+     * user is locked first, so that logins of one user at once (a fleet of clients sharing an
+     * account) take their turns, each seeing the sessions the ones before it started: the cap
+     * holds at every moment.
      */
-    async start (trx: Knex, userId: number, client: { userAgent: string | undefined, ip: string }): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number, superseded: number[] }> {
+    async start (db: Knex, userId: number, client: { userAgent: string | undefined, ip: string }, companions: Companion[] = []): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number, superseded: number[] }> {
       const refreshToken = newRefreshToken()
-      await statements.lockUser([userId], trx)
-      const { rows: [row] } = await statements.start([userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
-        refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, userId, SESSIONS_PER_USER - 1], trx)
-      cache.afterCommit(trx, callers => { for (const id of row!.superseded) callers.forgetSession(id) })
-      return { session: live(row!), refreshToken, issuedAt: row!.issued_at, superseded: row!.superseded }
+      const args: Parameters<typeof statements.start>[0] = [userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
+        refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, SESSIONS_PER_USER - 1]
+      if (companions.length > 0 && db.isTransaction) throw new Error('A statement\'s companions ride only in a statement of its own, not in a transaction')
+      const row = companions.length > 0
+        ? await insert({ ...insertion(statements.start, args), companions })
+        : (await statements.start(args, db)).rows[0]!
+      cache.afterCommit(db, callers => { for (const id of row.superseded) callers.forgetSession(id) })
+      return { session: live(row), refreshToken, issuedAt: row.issued_at, superseded: row.superseded }
     },
 
     /**

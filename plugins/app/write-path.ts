@@ -1,11 +1,11 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
-import type { Insertion } from '../../lib/db/prepared-query.js'
+import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
-import type { Actor, AuditAction, Change } from './audit.js'
+import type { Actor, AuditAction, Change, StatementActor, StatementEvent } from './audit.js'
 import type { OutboxChange } from './change-outbox.js'
 import { sendCreated, type Created } from './idempotency.js'
 
@@ -81,6 +81,11 @@ declare module 'fastify' {
      * step and its audit entries in one transaction, under the write guard. `step`'s result.
      */
     recordEvents: <Result>(step: EventStep<Result>) => Promise<Result>
+    /**
+     * An event of an account that is one statement (a login): the audit entries of `events`
+     * ride in it, under the write guard. `run` runs the statement with the companions given.
+     */
+    recordStatementEvents: <Result>(events: readonly StatementEvent[], actor: StatementActor, run: (companions: Companion[]) => Promise<Result>) => Promise<Result>
   }
 }
 
@@ -91,7 +96,8 @@ declare module 'fastify' {
  * tag; 428 under REQUIRE_IF_MATCH); the handler's domain step, and only that; the audit entry;
  * the change outbox row; then, for a create with an Idempotency-Key, the kept answer; the ETag
  * and Location. A handler says what it writes and does its domain step. An account's event
- * (a login, a logout) takes the guard, the transaction and the audit entries (`recordEvents`).
+ * (a logout) takes the guard, the transaction and the audit entries (`recordEvents`); one of a
+ * single statement (a login), the guard and the entries riding in it (`recordStatementEvents`).
  */
 export default fp(async (fastify) => {
   const { knex } = fastify
@@ -169,5 +175,9 @@ export default fp(async (fastify) => {
       for (const event of events) await this.audit(trx, event)
       return result
     }))
+  })
+
+  fastify.decorateRequest('recordStatementEvents', function <Result> (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor, run: (companions: Companion[]) => Promise<Result>) {
+    return this.guardWrite(() => run(this.auditedEvents(events, actor)))
   })
 }, { name: 'write-path', dependencies: ['knex', 'audit', 'change-outbox', 'idempotency', 'conditional-requests', 'request-timing'] })

@@ -60,14 +60,12 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw new CodedError('invalid_credentials', 'These credentials do not match our records')
     }
-    const { session, refreshToken, issuedAt } = await request.recordEvents(async trx => {
-      const started = await sessionsRepository.start(trx, user!.id, client(request))
-      const actor = { id: user!.id, sessionId: started.session.id }
-      const login = { action: 'login', resource: 'session', id: started.session.id, after: { user_id: user!.id, ip: request.ip, user_agent: request.headers['user-agent'] }, actor } as const
-      // The oldest sessions past the cap, which this login ended.
-      const superseded = started.superseded.map(id => ({ action: 'end', resource: 'session', id, after: { user_id: user!.id, end_reason: 'superseded' }, actor }) as const)
-      return { result: started, events: [login, ...superseded] }
-    })
+    // One statement: the session, the end of the oldest past the cap, and their audit entries.
+    const id = user!.id
+    const { session, refreshToken, issuedAt } = await request.recordStatementEvents([
+      { action: 'login', resource: 'session', id: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
+      { action: 'end', resource: 'session', id: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }
+    ], { id, sessionColumn: 'id' }, companions => sessionsRepository.start(fastify.knex, id, client(request), companions))
     return { success: true as const, ...fastify.sessionTokens(session, refreshToken, issuedAt) }
   })
 

@@ -15,5 +15,19 @@ export default [
       // Client`); TypeScript itself reports a real redeclaration.
       '@typescript-eslint/no-redeclare': 'off'
     }
+  },
+  // The layers, each importing only the ones under it: lib/ (plain code, no Fastify app),
+  // plugins/external/ (libraries' wrappers), plugins/app/ (what every route shares), routes/.
+  {
+    files: ['lib/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/plugins/**', '**/routes/**'], message: 'lib/ is plain code: it imports no plugin and no route.' }] }] }
+  },
+  {
+    files: ['plugins/external/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/app/**', '**/routes/**'], message: 'plugins/external/ wraps libraries: it imports no app plugin and no route.' }] }] }
+  },
+  {
+    files: ['plugins/app/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: ['**/routes/**'], message: 'plugins/app/ is what every route shares: it imports no route.' }] }] }
   }
 ]

@@ -1,6 +1,5 @@
 import { createHmac, createSecretKey, timingSafeEqual, type KeyObject } from 'node:crypto'
 import { InvalidFields } from './invalid-fields.js'
-import type { ListRequest } from './list-query.js'
 
 /**
  * A list's cursor: the last row's sort values and id, with a signature over them, the list
@@ -8,6 +7,19 @@ import type { ListRequest } from './list-query.js'
  * for, and for nothing altered. Opaque to clients; `v1` names its form.
  */
 const FORM = 'v1'
+
+/** What a cursor is made for: the list, its filters and its sort (list-query.ts's ListRequest holds them). */
+export interface CursorScope {
+  scope: string
+  filters: readonly { field: string, operator: string, value: unknown }[]
+  sort: readonly { field: string, descending: boolean }[]
+}
+
+/** Where a page begins: the sort values (bar id) of the previous page's last row, as PostgreSQL wrote them, and its id. */
+export interface PageStart {
+  values: string[]
+  id: number
+}
 
 /** The signature's 16 bytes in base64url. */
 const SIGNATURE_LENGTH = 22
@@ -20,19 +32,19 @@ export function cursorSecret (jwtSecret: string): KeyObject {
   return createSecretKey(createHmac('sha256', jwtSecret).update('list cursors').digest())
 }
 
-function signature ({ scope, filters, sort }: ListRequest, payload: string, secret: KeyObject): Buffer {
+function signature ({ scope, filters, sort }: CursorScope, payload: string, secret: KeyObject): Buffer {
   const identity = JSON.stringify([FORM, scope, filters.map(({ field, operator, value }) => [field, operator, value]), sort.map(({ field, descending }) => [field, descending])])
   return createHmac('sha256', secret).update(identity).update('\n').update(payload).digest().subarray(0, 16)
 }
 
 /** The cursor of the page after a row whose sort values (bar id) and id these are. */
-export function makeCursor (request: ListRequest, values: string[], id: number, secret: KeyObject): string {
+export function makeCursor (request: CursorScope, values: string[], id: number, secret: KeyObject): string {
   const payload = JSON.stringify([values, id])
   return Buffer.from(payload).toString('base64url') + signature(request, payload, secret).toString('base64url')
 }
 
 /** Where a cursor says the page begins; 400 for one altered or made for another list, filters or sort. */
-export function openCursor (cursor: string, request: ListRequest, secret: KeyObject): NonNullable<ListRequest['after']> {
+export function openCursor (cursor: string, request: CursorScope, secret: KeyObject): PageStart {
   const encoded = cursor.slice(0, -SIGNATURE_LENGTH)
   const payload = Buffer.from(encoded, 'base64url').toString()
   // Compared as written, not as decoded: base64url's last character has bits that decoding

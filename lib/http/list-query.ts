@@ -1,6 +1,6 @@
 import type { KeyObject } from 'node:crypto'
 import { Type, type TSchema } from '@sinclair/typebox'
-import { openCursor } from './cursor.js'
+import { openCursor, type PageStart } from './cursor.js'
 import { InvalidFields } from './invalid-fields.js'
 import { MAX_LIST } from './validation.js'
 import { DEFAULT_PAGE, INT_MAX, INT_MIN, MAX_ID, MAX_PAGE } from './limits.js'
@@ -54,8 +54,8 @@ export interface ListRequest {
    * order, in the direction of its last key. Empty: id order.
    */
   sort: SortKey[]
-  /** The sort values (bar id) of the last row of the previous page, as PostgreSQL wrote them, and its id. */
-  after?: { values: string[], id: number } | undefined
+  /** Where the page begins: none for the first. */
+  after?: PageStart | undefined
   count?: 'exact' | 'estimated' | undefined
 }
 

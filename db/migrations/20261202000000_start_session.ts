@@ -3,30 +3,38 @@ import type { Knex } from 'knex'
 /**
  * A session's start as one function, so that a login writes its session, its first refresh
  * token, the end of the user's sessions past the cap and its audit entries in one statement
- * (plugins/app/sessions-repository.ts): a transaction of five round trips cost a login more
- * of the main thread than anything else it does (docs/performance.md).
+ * (plugins/app/sessions-repository.ts): as a transaction of five round trips, it cost the
+ * main thread about a millisecond of CPU a login more (docs/performance.md, "Login, one
+ * statement").
  *
  * It is a function, not a statement of CTEs, for the cap: it locks the user first, and each of
- * its statements after that sees the sessions committed meanwhile (a VOLATILE function's
- * statements take snapshots of their own), so logins of one user at once take their turns and
- * each sees the sessions the ones before it started. The CTEs of one statement share the
- * snapshot taken before the lock was granted. The lock is held until the calling statement's
+ * its statements after that sees the sessions committed meanwhile (under READ COMMITTED, the
+ * service's isolation, a VOLATILE function's statements take snapshots of their own), so
+ * logins of one user at once take their turns and each sees the sessions the ones before it
+ * started. The CTEs of one statement share the snapshot taken before the lock was granted.
+ *
+ * No session starts for a user deleted, or whose password changed, since the login checked the
+ * password (`p_password`, the hash it matched): the function then returns no row. A password
+ * change ends every session, and one started by a login in flight must not outlive it. The lock is held until the calling statement's
  * transaction ends, in the order every change of a user takes its locks: the user, then their
  * sessions.
  */
 export async function up (knex: Knex): Promise<void> {
   await knex.raw(`
     create function start_session (
-      p_user_id bigint, p_max_age_seconds double precision, p_user_agent text, p_ip text,
+      p_user_id integer, p_password text, p_max_age_seconds double precision, p_user_agent text, p_ip text,
       p_refresh_hash bytea, p_refresh_ttl_seconds double precision, p_keep integer)
-    returns table (id bigint, user_id bigint, expires_at timestamptz, superseded bigint[])
+    returns table (id bigint, user_id integer, expires_at timestamptz, superseded bigint[])
     language plpgsql volatile as $$
     declare
       v_id bigint;
       v_expires_at timestamptz;
       v_superseded bigint[];
     begin
-      perform 1 from users u where u.id = p_user_id for no key update;
+      perform 1 from users u where u.id = p_user_id and u.password = p_password and u.deleted_at is null for no key update;
+      if not found then
+        return;
+      end if;
       insert into sessions as s (user_id, expires_at, user_agent, ip)
         values (p_user_id, now() + make_interval(secs => p_max_age_seconds), p_user_agent, p_ip)
         returning s.id, s.expires_at into v_id, v_expires_at;
@@ -47,5 +55,5 @@ export async function up (knex: Knex): Promise<void> {
 }
 
 export async function down (knex: Knex): Promise<void> {
-  await knex.raw('drop function start_session (bigint, double precision, text, text, bytea, double precision, integer)')
+  await knex.raw('drop function start_session (integer, text, double precision, text, text, bytea, double precision, integer)')
 }

@@ -25,7 +25,8 @@ export interface PreparedQuery<Args extends Scalar[], Row> {
 /**
  * A write that rides in an INSERT's own statement: a CTE reading `created`, the INSERT's rows,
  * such as the audit entry of a create (plugins/app/audit.ts) or a kept Idempotency-Key
- * (plugins/app/idempotency.ts). Both commit with the INSERT, or neither does.
+ * (plugins/app/idempotency.ts). Both commit with the INSERT, or neither does. `created` may
+ * be a SELECT of a function that writes (a login's `start_session`): it runs once.
  */
 export interface Companion {
   /** Tells its SQL apart from other companions': the same name, the same SQL. */

@@ -31,7 +31,7 @@ export interface Change {
   after?: object | null | undefined
   /** Fields whose values are secrets (a password): the entry tells they changed, never their values. */
   secrets?: readonly string[]
-  /** Who acted, when not the request's caller: the user of a login. */
+  /** Who acted, when not the request's caller: the user who registers, in the session they start. */
   actor?: Actor
 }
 
@@ -43,14 +43,14 @@ export interface StatementEvent {
   action: AuditAction
   resource: AuditResource
   /** The column of `created` holding the record's id; `each`: holding an array of ids, an entry for each. */
-  id: string
+  idColumn: string
   each?: boolean
   after: object
 }
 
 /** Who acted in such an event: a user, in the session a column of `created` holds (the one a login starts). */
 export interface StatementActor {
-  id: number
+  userId: number
   sessionColumn: string
 }
 
@@ -91,6 +91,7 @@ function ipOf (request: FastifyRequest): string | null {
 /** A column of `created` named in an entry's SQL: the code's own names, never a caller's. */
 const COLUMN = /^[a-z_]+$/
 const column = (name: string) => {
+  /* c8 ignore next -- a caller's mistake */
   if (!COLUMN.test(name)) throw new Error(`Not a column name: ${name}`)
   return `created.${name}`
 }
@@ -104,8 +105,8 @@ const eventEntries = (events: readonly StatementEvent[], actor: StatementActor) 
     const at = first + 3 + i * 3
     const what = `$${at}::varchar, $${at + 1}::varchar`
     return event.each === true
-      ? `select ${shared}, ${what}, record_id::bigint, $${at + 2}::jsonb from created, unnest(${column(event.id)}) as record_id`
-      : `select ${shared}, ${what}, ${column(event.id)}::bigint, $${at + 2}::jsonb from created`
+      ? `select ${shared}, ${what}, record_id::bigint, $${at + 2}::jsonb from created, unnest(${column(event.idColumn)}) as record_id`
+      : `select ${shared}, ${what}, ${column(event.idColumn)}::bigint, $${at + 2}::jsonb from created`
   })
   return `audited_events as (insert into audit_log (${CONTEXT_COLUMNS.join(', ')}, resource_id, after)
   ${selects.join('\n  union all ')})`
@@ -129,7 +130,8 @@ const SWEEP = `with retention as (select set_config('audit.sweep_before', (now()
 /**
  * The audit log (db/migrations/20261129000000_audit_log.ts): every change to users, roles,
  * clients, API keys and sessions writes one entry, in the change's own transaction, through
- * `request.audit` or, for a create of one INSERT, `request.audited`. AUDIT_LOG=off writes none.
+ * `request.audit` or, for a create of one INSERT, `request.audited`, or, for events of one
+ * statement (a login), `request.auditedEvents`. AUDIT_LOG=off writes none.
  */
 export default fp(async (fastify) => {
   const { enabled, retentionSeconds } = fastify.config.audit
@@ -162,9 +164,9 @@ export default fp(async (fastify) => {
 
   fastify.decorateRequest('auditedEvents', function (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor) {
     if (!enabled) return []
-    const values: Scalar[] = [actor.id, ipOf(this), this.id]
+    const values: Scalar[] = [actor.userId, ipOf(this), this.id]
     for (const event of events) values.push(event.action, event.resource, JSON.stringify(changedFields(null, event.after as Record<string, unknown>).after, wellFormed))
-    const shape = events.map(event => `${event.each === true ? '*' : ''}${event.id}`).join(',')
+    const shape = events.map(event => `${event.each === true ? '*' : ''}${event.idColumn}`).join(',')
     return [{ name: `audited-events(${shape}; ${actor.sessionColumn})`, cte: eventEntries(events, actor), values }]
   })
 

@@ -34,6 +34,14 @@ export interface LiveSession {
   expiresAt: number
 }
 
+/** A session a login or a registration started: its first refresh token, and the sessions it ended past the cap. */
+export interface StartedSession {
+  session: LiveSession
+  refreshToken: string
+  issuedAt: number
+  superseded: number[]
+}
+
 /** What a refresh token presented came to. */
 export type Refresh =
   | { outcome: 'spent', session: LiveSession, issuedAt: number }
@@ -55,6 +63,7 @@ const SESSION_COLUMNS = 'id::float8 as id, created_at, last_used_at, expires_at,
 const LIVE = 'ended_at is null and expires_at > now()'
 
 interface LiveRow { id: number, user_id: number, expires_at: number, issued_at: number }
+type StartRow = LiveRow & { superseded: number[] }
 const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, expiresAt: row.expires_at })
 
 /**
@@ -71,12 +80,12 @@ function sessionStatements (database: Database) {
     // db/migrations/20261202000000_start_session.ts: the user locked, the session, its first
     // refresh token, the oldest past the cap ended. The columns are what audit entries riding
     // in the statement name (the routes' login).
-    start: prepare<[userId: number, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, keep: number], LiveRow & { superseded: number[] }>(
-      database, 'sessions.start', (userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep) => knex.raw(`
+    start: prepare<[userId: number, passwordHash: string, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, keep: number], StartRow>(
+      database, 'sessions.start', (userId, passwordHash, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep) => knex.raw(`
         select s.id::float8 as id, s.user_id, floor(extract(epoch from s.expires_at))::float8 as expires_at,
           floor(extract(epoch from now()))::float8 as issued_at, s.superseded::float8[] as superseded
-        from start_session(?, ?, ?, ?, decode(?, 'hex'), ?, ?) s`,
-      [userId, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep])),
+        from start_session(?, ?, ?, ?, ?, decode(?, 'hex'), ?, ?) s`,
+      [userId, passwordHash, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep])),
     // The session by its key, from a subquery of the spent token: joined to the spent row
     // instead, the planner may start from the users (a CTE's row count is unknown to it, and
     // a table's is stale until analyzed) and scan every live session for the one.
@@ -124,16 +133,20 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
      * transaction, or on its own with `companions` riding in it: a login's audit entries). The
      * user is locked first, so that logins of one user at once (a fleet of clients sharing an
      * account) take their turns, each seeing the sessions the ones before it started: the cap
-     * holds at every moment.
+     * holds at every moment. None, if the user has since been deleted or their password is no
+     * longer `passwordHash`, the hash the login matched.
      */
-    async start (db: Knex, userId: number, client: { userAgent: string | undefined, ip: string }, companions: Companion[] = []): Promise<{ session: LiveSession, refreshToken: string, issuedAt: number, superseded: number[] }> {
+    async start (db: Knex, userId: number, passwordHash: string, client: { userAgent: string | undefined, ip: string }, companions: Companion[] = []): Promise<StartedSession | undefined> {
       const refreshToken = newRefreshToken()
-      const args: Parameters<typeof statements.start>[0] = [userId, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
+      const args: Parameters<typeof statements.start>[0] = [userId, passwordHash, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
         refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, SESSIONS_PER_USER - 1]
+      /* c8 ignore next -- a caller's mistake */
       if (companions.length > 0 && db.isTransaction) throw new Error('A statement\'s companions ride only in a statement of its own, not in a transaction')
-      const row = companions.length > 0
+      // No row: the user deleted, or their password changed, since the login's check.
+      const row: StartRow | undefined = companions.length > 0
         ? await insert({ ...insertion(statements.start, args), companions })
-        : (await statements.start(args, db)).rows[0]!
+        : (await statements.start(args, db)).rows[0]
+      if (row === undefined) return undefined
       cache.afterCommit(db, callers => { for (const id of row.superseded) callers.forgetSession(id) })
       return { session: live(row), refreshToken, issuedAt: row.issued_at, superseded: row.superseded }
     },

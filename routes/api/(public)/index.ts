@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import type { StartedSession } from '../../../plugins/app/sessions-repository.js'
 import type { CreatedKind } from '../../../plugins/app/write-path.js'
 import type { User } from '../../../schemas/users.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
@@ -54,31 +55,35 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     // longer still under a flood of them.
     const matches = await fastify.passwords.verify(user?.password, password, () => reply.sent || request.socket.destroyed)
     if (matches === undefined) return // nothing to answer, nor anyone to answer it to
-    if (!matches) {
+    const refused = async () => {
       // Alike for an unknown address and a wrong password, as the answer is.
       await request.auditFailedLogin(email, user?.id ?? null)
       reply.header('www-authenticate', 'Bearer realm="api"')
-      throw new CodedError('invalid_credentials', 'These credentials do not match our records')
+      return new CodedError('invalid_credentials', 'These credentials do not match our records')
     }
-    // One statement: the session, the end of the oldest past the cap, and their audit entries.
-    const id = user!.id
-    const { session, refreshToken, issuedAt } = await request.recordStatementEvents([
-      { action: 'login', resource: 'session', id: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
-      { action: 'end', resource: 'session', id: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }
-    ], { id, sessionColumn: 'id' }, companions => sessionsRepository.start(fastify.knex, id, client(request), companions))
-    return { success: true as const, ...fastify.sessionTokens(session, refreshToken, issuedAt) }
+    if (!matches) throw await refused()
+    // One statement: the session, the end of the oldest past the cap, and their audit entries;
+    // none if the password changed or the user went while the hash was checked.
+    const { id, password: verified } = user!
+    const started = await request.recordStatementEvents([
+      { action: 'login', resource: 'session', idColumn: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
+      { action: 'end', resource: 'session', idColumn: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }
+    ], { userId: id, sessionColumn: 'id' }, companions => sessionsRepository.start(fastify.knex, id, verified, client(request), companions))
+    if (started === undefined) throw await refused()
+    return { success: true as const, ...fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt) }
   })
 
   fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('register') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
-    let started: Awaited<ReturnType<typeof sessionsRepository.start>> | undefined
+    let started: StartedSession | undefined
     // Who registers acts as themselves, in the session they start.
     const actor = () => ({ id: started!.session.userId, sessionId: started!.session.id })
     return request.createRecord(reply, registered, async trx => {
       const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
       const user = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
-      started = await sessionsRepository.start(trx, user.id, client(request))
+      // The user made in this transaction: their session starts.
+      started = (await sessionsRepository.start(trx, user.id, passwordHash, client(request)))!
       return user
     }, user => {
       const tokens = fastify.sessionTokens(started!.session, started!.refreshToken, started!.issuedAt)

@@ -256,11 +256,11 @@ t.test(`${LOGINS} logins at once of a user at the cap: the cap holds as they all
   const app = await build(t, config => { config.auth.rateLimit.perEmail = 100; config.auth.rateLimit.perIp = 100; config.dbPoolMax = 25 })
   const { id, email } = await userWithRoles(app, ['User'])
   await app.knex('sessions').insert(Array.from({ length: SESSIONS_PER_USER }, (_, i) => ({ user_id: id, expires_at: app.knex.raw('now() + interval \'1 day\''), user_agent: `old ${i}` })))
-  // The logins' transactions held open until all of them have started theirs (each waits to write
-  // its audit entry, or for the user before it): every one is under way while the others are.
+  // The user's row held until every login's statement waits for it, its snapshot taken: each
+  // must see the sessions of the logins before it all the same, or more than the cap stay live.
   const holder = await app.knex.transaction()
   t.teardown(() => holder.isCompleted() ? undefined : holder.rollback())
-  await holder.raw('lock table audit_log in share mode')
+  await holder('users').where('id', id).forShare().select('id')
   const logins = Promise.all(Array.from({ length: LOGINS }, (_, i) => logIn(app, email, `login ${i}`)))
   t.ok(await lockWaiters(app, LOGINS, 60_000), 'all under way')
   await holder.commit()
@@ -270,6 +270,29 @@ t.test(`${LOGINS} logins at once of a user at the cap: the cap holds as they all
   t.same(await Promise.all(tokens.map(({ data }) => profile(app, data))), tokens.map(() => 200), 'every login\'s token works')
   const newest = await app.knex('sessions').where('user_id', id).whereNull('ended_at').orderBy('id', 'desc').limit(LOGINS).pluck('user_agent')
   t.same(newest.sort(), tokens.map((_, i) => `login ${i}`).sort(), 'the oldest ended, the new ones live')
+})
+
+t.test('a login whose user\'s password changes, or who is deleted, while its hash is checked: 401, and no session starts', async t => {
+  const app = await build(t)
+  const changes = { 'password changed': { password: 'a hash of another password' }, deleted: { deleted_at: app.knex.fn.now() } }
+  for (const [what, change] of Object.entries(changes)) {
+    const { id, email } = await userWithRoles(app, ['User'])
+    const sessions = async () => Number((await app.knex('sessions').where('user_id', id).count({ n: '*' }))[0]!.n)
+    const before = await sessions()
+    // The change holds the user's row, uncommitted: the login reads the old password, matches
+    // it, and waits for the row to start its session.
+    const holder = await app.knex.transaction()
+    t.teardown(() => holder.isCompleted() ? undefined : holder.rollback())
+    await holder('users').where('id', id).update(change)
+    const login = app.inject({ method: 'POST', url: '/api/login', payload: { email, password: PASSWORD } })
+    t.ok(await lockWaiters(app, 1, 60_000), `${what}: the login waits for the user`)
+    await holder.commit()
+    const res = await login
+    t.equal(res.statusCode, 401, what)
+    t.equal(res.json().code, 'invalid_credentials')
+    t.equal(await sessions(), before, `${what}: no session started`)
+    t.ok(await app.knex('audit_log').where({ action: 'login-failed' }).whereRaw("(after->>'user_id')::int = ?", [id]).first(), `${what}: a failed login in the audit log`)
+  }
 })
 
 t.test('the sweep deletes sessions ended or expired a day ago, and refresh tokens expired as long ago; nothing live', async t => {
@@ -313,8 +336,9 @@ t.test('last uses are remembered for as many sessions as the caller cache holds:
 t.test('a session started with no User-Agent shows none', async t => {
   const app = await build(t)
   const { id } = await userWithRoles(app, ['User'])
-  const { session } = await app.sessionsRepository.start(app.knex, id, { userAgent: undefined, ip: '192.0.2.1' })
-  t.same(await app.knex('sessions').where('id', session.id).first('user_agent', 'ip'), { user_agent: null, ip: '192.0.2.1' })
+  const { password } = (await app.knex('users').where('id', id).first('password'))!
+  const started = await app.sessionsRepository.start(app.knex, id, password, { userAgent: undefined, ip: '192.0.2.1' })
+  t.same(await app.knex('sessions').where('id', started!.session.id).first('user_agent', 'ip'), { user_agent: null, ip: '192.0.2.1' })
 })
 
 t.test('a token of an earlier release, with no session, holds until logged out; a password change made with it keeps it', async t => {

@@ -10,6 +10,7 @@ import app, { routesFolder, serverOptions } from '../app.js'
 import { loadConfig, type Config, type DatabaseConfig } from '../lib/process/config.js'
 import { withJwtSecret } from '../lib/process/jwt-secret.js'
 import { conformToOpenApi } from './openapi-conformance.js'
+import { migratedTemplate } from './setup/migrated-template.js'
 import { testEmbeddedPostgres } from './setup/test-database-server.js'
 
 /** A JWT secret for the tests, which never read one from a data folder. */
@@ -39,15 +40,25 @@ export async function tempDataDir (t: Test, prefix: string): Promise<string> {
 
 let databases = 0
 
-/** A fresh, empty database of its own for the calling test, dropped after it. */
-export async function createDatabase (t: Test): Promise<DatabaseConfig> {
+/** The server itself, past any pooler of DB_HOST (DB_DIRECT_HOST). */
+function directServer (): DatabaseConfig {
+  const config = environmentConfig()
+  return { ...serverConnection(), ...config.dbDirect }
+}
+
+/**
+ * A fresh database of its own for the calling test, dropped after it: empty, or `migrated`
+ * (a copy of test/setup/migrated-template.ts's, as every app test starts from).
+ */
+export async function createDatabase (t: Test, { migrated = false }: { migrated?: boolean } = {}): Promise<DatabaseConfig> {
   const server = serverConnection()
+  const template = migrated ? ` template ${await migratedTemplate(directServer())}` : ''
   // Random too: a pid comes round again within a CI run (pid_max is 32,768 here), and no
   // two test processes may ever meet in one database (a drop WITH (FORCE) cuts connections).
   const database = `test_${process.pid}_${++databases}_${randomBytes(4).toString('hex')}`
   const admin = new pg.Client(server)
   await admin.connect()
-  await admin.query(`create database ${database}`)
+  await admin.query(`create database ${database}${template}`)
   await admin.end()
   t.teardown(async () => {
     const client = new pg.Client(server)
@@ -113,9 +124,9 @@ export async function buildApp (t: Test, config: Config, options: BuildOptions =
   return fastify
 }
 
-/** The app on a fresh database of its own. */
+/** The app on a fresh database of its own, migrated already (its start-up finds nothing to do). */
 export async function build (t: Test, change: ConfigChange = {}, options: BuildOptions = {}): Promise<FastifyInstance> {
-  return buildApp(t, testConfig(await createDatabase(t), change), options)
+  return buildApp(t, testConfig(await createDatabase(t, { migrated: true }), change), options)
 }
 
 /** Whether `check` comes true within `ms` milliseconds, asking every 20 ms. */

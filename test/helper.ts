@@ -42,8 +42,7 @@ let databases = 0
 
 /** The server itself, past any pooler of DB_HOST (DB_DIRECT_HOST). */
 function directServer (): DatabaseConfig {
-  const config = environmentConfig()
-  return { ...serverConnection(), ...config.dbDirect }
+  return { ...serverConnection(), ...environmentConfig().dbDirect }
 }
 
 /**

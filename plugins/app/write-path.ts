@@ -54,9 +54,9 @@ export type RemovalStep<Row> = (trx: Knex, before: Row) => Promise<unknown>
 /** The domain step of a create: the record made, in `trx`. */
 export type CreationStep<Row> = (trx: Knex) => Promise<Row & { id: number }>
 /**
- * The domain step of an account's event of several statements (a logout, a session ended by a
- * spent token presented again), in `trx`: what it answers, and the audit entries of what it did (none if
- * it did nothing).
+ * The domain step of an account's event of several statements (a logout, a session ended by
+ * a spent token presented again), in `trx`: what it answers, and the audit entries of what it
+ * did (none if it did nothing).
  */
 export type EventStep<Result> = (trx: Knex) => Promise<{ result: Result, events: readonly Change[] }>
 

@@ -25,6 +25,9 @@ const email = fc.tuple(fc.stringMatching(/^[a-z0-9]{1,20}$/), fc.constantFrom('e
   .map(([local, domain]) => `${local}@${domain}`)
 const pastDate = fc.date({ min: new Date('1900-01-01'), max: new Date('2020-12-31'), noInvalidDate: true })
   .map(date => date.toISOString().slice(0, 10))
+// Instants in the future (an API key's expiry must be).
+const futureInstant = fc.date({ min: new Date('2040-01-01'), max: new Date('2099-12-31'), noInvalidDate: true })
+  .map(date => date.toISOString())
 
 /** Values that the schema accepts (mostly: uniqueness in the database is not known here). */
 export function valid (schema: Schema, components: Record<string, Schema>, name = ''): fc.Arbitrary<unknown> {
@@ -42,9 +45,11 @@ export function valid (schema: Schema, components: Record<string, Schema>, name 
         .map(body => ('c_password' in body && 'password' in body ? { ...body, c_password: body.password } : body))
     }
     case 'string':
+      // A date's format says more than its pattern (which admits days no calendar has).
+      if (schema.format === 'date') return pastDate
+      if (schema.format === 'date-time') return futureInstant
       if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern))
       if (schema.format === 'email') return email
-      if (schema.format === 'date') return pastDate
       return fc.string({ minLength: Math.max(schema.minLength ?? 0, name.includes('password') ? 8 : 1), maxLength: Math.min(schema.maxLength ?? 40, 40) })
         .filter(text => text.trim().length > 0)
     case 'integer':

@@ -60,7 +60,8 @@ t.test('a connect that fails, and a pool that lends no connection in time, are t
   t.equal(connected[0], null, 'connected, called back with no error')
   t.equal(connected[1], connecting, 'and with the client, as pg does')
 
-  const pool = new ServicePool({ ...await createDatabase(t), max: 1, connectionTimeoutMillis: 100, Client: ServiceClient })
+  // Long enough that the held connection itself opens in time on a busy machine.
+  const pool = new ServicePool({ ...await createDatabase(t), max: 1, connectionTimeoutMillis: 1500, Client: ServiceClient })
   t.teardown(() => pool.end())
   const held = await pool.connect()
   const waited = await pool.connect().catch((error: unknown) => error)

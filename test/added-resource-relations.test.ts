@@ -137,5 +137,7 @@ t.test('courses and enrollments are fuzzed as every other resource', async t => 
   const enrolled = await post('/students', ada)
   const course = await post('/api/courses', { code: 'MATH-101', title: 'Linear algebra' })
   const enrollment = await post('/api/enrollments', { student_id: enrolled.id, course_id: course.id })
-  await fuzzWrites(t, app, { token, ids: { courses: course.id, enrollments: enrollment.id }, paths: path => /^\/api\/(courses|enrollments)/.test(path) })
+  // New enrollments refer to another student: that one may enroll in the course.
+  const other = await post('/students', student(1))
+  await fuzzWrites(t, app, { token, ids: { students: other.id, courses: course.id, enrollments: enrollment.id }, paths: path => /^\/api\/(courses|enrollments)/.test(path) })
 })

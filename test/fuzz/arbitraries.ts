@@ -4,6 +4,8 @@ import fc from 'fast-check'
 export interface Schema {
   $ref?: string
   type?: string
+  enum?: unknown[]
+  anyOf?: Schema[]
   properties?: Record<string, Schema>
   required?: string[]
   minProperties?: number
@@ -29,14 +31,24 @@ const pastDate = fc.date({ min: new Date('1900-01-01'), max: new Date('2020-12-3
 const futureInstant = fc.date({ min: new Date('2040-01-01'), max: new Date('2099-12-31'), noInvalidDate: true })
   .map(date => date.toISOString())
 
-/** Values that the schema accepts (mostly: uniqueness in the database is not known here). */
-export function valid (schema: Schema, components: Record<string, Schema>, name = ''): fc.Arbitrary<unknown> {
-  if (schema.$ref) return valid(components[schema.$ref.split('/').pop()!]!, components, name)
+/** Ids of rows that exist, by the property that refers to them (`course_id`). */
+export type References = Record<string, number>
+
+/**
+ * Values that the schema accepts (mostly: uniqueness in the database is not known here); a
+ * property that refers to another row takes the id `references` gives it.
+ */
+export function valid (schema: Schema, components: Record<string, Schema>, name = '', references: References = {}): fc.Arbitrary<unknown> {
+  if (schema.$ref) return valid(components[schema.$ref.split('/').pop()!]!, components, name, references)
+  if (name in references) return fc.constant(references[name])
+  // A literal (TypeBox's `const`, which the OpenAPI 3.0 document writes as a one-value enum).
+  if (schema.enum) return fc.constantFrom(...schema.enum)
+  if (schema.anyOf) return fc.oneof(...schema.anyOf.map(option => valid(option, components, name, references)))
   switch (schema.type) {
     case 'object': {
       const properties = schema.properties ?? {}
       const record = fc.record(
-        Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, valid(value, components, key)])),
+        Object.fromEntries(Object.entries(properties).map(([key, value]) => [key, valid(value, components, key, references)])),
         { requiredKeys: schema.required ?? [] }
       ) as fc.Arbitrary<Record<string, unknown>>
       return record
@@ -73,8 +85,8 @@ export const badValue: fc.Arbitrary<unknown> = fc.oneof(
 )
 
 /** A valid body with one field broken, an extra key, or something else altogether. */
-export function body (schema: Schema, components: Record<string, Schema>): fc.Arbitrary<unknown> {
-  const good = valid(schema, components) as fc.Arbitrary<Record<string, unknown>>
+export function body (schema: Schema, components: Record<string, Schema>, references: References = {}): fc.Arbitrary<unknown> {
+  const good = valid(schema, components, '', references) as fc.Arbitrary<Record<string, unknown>>
   return fc.oneof(
     good,
     fc.tuple(good, fc.string({ maxLength: 12 }), badValue).map(([value, key, bad]) => {

@@ -10,7 +10,10 @@ interface Operation { method: string, path: string, schema: Schema }
 export interface WriteFuzzing {
   /** A token that may do every write. */
   token: string
-  /** For each collection (the path's segment before `{id}`), the id of a row that exists; 1 for the others. */
+  /**
+   * For each collection (the path's segment before `{id}`), the id of a row that exists; 1 for
+   * the others. A body's `<collection without its s>_id` refers to it (`courses`: `course_id`).
+   */
   ids: Record<string, number>
   /** Which paths of the document to fuzz: all by default. */
   paths?: (path: string) => boolean
@@ -47,10 +50,11 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
     fc.constant('999999'),
     fc.string({ maxLength: 12 }).map(encodeURIComponent)
   )
+  const references = Object.fromEntries(Object.entries(ids).map(([collection, id]) => [`${collection.replace(/s$/, '')}_id`, id]))
   const request = fc.constantFrom(...operations).chain(operation => fc.record({
     operation: fc.constant(operation),
     id: id(operation.path),
-    body: body(operation.schema, document.components.schemas),
+    body: body(operation.schema, document.components.schemas, references),
     contentType,
     conditions: conditionHeaders
   }))
@@ -83,7 +87,7 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
   // current password that a profile change or a new key asks for).
   const reachedTheWrite = (statusCode: number, code: unknown) => statusCode < 300 || (statusCode === 401 && (code === 'invalid_credentials' || code === 'invalid_refresh_token'))
   for (const operation of operations) {
-    const bodies = fc.sample(valid(operation.schema, document.components.schemas), { numRuns: 20, seed: 38 })
+    const bodies = fc.sample(valid(operation.schema, document.components.schemas, '', references), { numRuns: 20, seed: 38 })
     const answers: string[] = []
     let reached = false
     for (const body of bodies) {

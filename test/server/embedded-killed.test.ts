@@ -3,7 +3,6 @@ import { writeFile } from 'node:fs/promises'
 import path from 'node:path'
 import t from 'tap'
 import { ada } from '../routes/students/fixtures.js'
-import { EmbeddedPostgres } from '../../lib/db/embedded-postgres.js'
 import { tempDataDir, within } from '../helper.js'
 import { embeddedEnv, killPostmaster, listeningWorkers, startServer } from './process.js'
 
@@ -25,8 +24,10 @@ t.test('the embedded PostgreSQL killed under the service is started again, with 
     t.ok(server.logs.some(entry => entry.msg === 'the embedded PostgreSQL stopped under the service: starting it again'), 'said so')
     // The workers may reach it before the primary, which restarted it, has said so.
     t.ok(await within(10_000, () => server.logs.some(entry => entry.msg === 'the embedded PostgreSQL is running again')), 'and that it runs again')
-    // Stopped cleanly by hand (pg_ctl stop), it is started again too.
-    await new EmbeddedPostgres(dataDir).stop()
+    // Stopped cleanly by hand, it is started again too: SIGINT, the fast shutdown that
+    // `pg_ctl stop` sends (which would then wait on the pid file, and so on the server the
+    // service may have started again meanwhile, until its time is up).
+    await killPostmaster(dataDir, 'SIGINT')
     t.ok(await within(30_000, async () => (await fetch(`${server.url}/health/ready`)).status === 200), `WORKERS=${workers}: ready again after pg_ctl stop`)
 
     // A data folder PostgreSQL no longer accepts, then killed: the process gives up, saying why,

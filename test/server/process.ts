@@ -62,10 +62,10 @@ export function embeddedEnv (dataDir: string): NodeJS.ProcessEnv {
   return env
 }
 
-/** Kills the embedded PostgreSQL's postmaster outright, as a crash or the OOM killer would. */
-export async function killPostmaster (dataDir: string): Promise<void> {
+/** Kills the embedded PostgreSQL's postmaster outright, as a crash or the OOM killer would; or, with SIGINT, stops it fast. */
+export async function killPostmaster (dataDir: string, signal: 'SIGKILL' | 'SIGINT' = 'SIGKILL'): Promise<void> {
   const pid = Number((await readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0])
-  process.kill(pid, 'SIGKILL')
+  process.kill(pid, signal)
 }
 
 /** The environment that points a server process at a fresh test database. */

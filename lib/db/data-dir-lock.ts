@@ -39,10 +39,11 @@ export async function claimDataDir (dataDir: string, holder: string): Promise<vo
   await mkdir(dataDir, { recursive: true })
   const server = net.createServer(socket => socket.end(`${holder} (pid ${process.pid})`))
   await new Promise<void>((resolve, reject) => {
+    /* c8 ignore start -- only when another process claims the folder between our look and our claim */
     server.once('error', error => {
-      /* c8 ignore next -- only when another process claims the folder between our look and our claim */
       reject((error as NodeJS.ErrnoException).code === 'EADDRINUSE' ? inUse('another process starting now') : error)
     })
+    /* c8 ignore stop */
     server.listen(lock, resolve)
   })
   server.unref()

@@ -2,6 +2,7 @@ import t from 'tap'
 import fc from 'fast-check'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { build } from '../helper.js'
+import { fuzzRuns } from './runs.js'
 
 // Random filters, sorts and page sizes over random students, checked against the same query
 // evaluated in memory, following `next` links to the end.
@@ -107,7 +108,7 @@ t.test('every filter, sort and page size: every row exactly once, in order', asy
     if (JSON.stringify(seen.map(r => r.id)) !== JSON.stringify(want.map(r => r.id))) {
       throw new Error(`${url(q)}: got ${seen.map(r => r.id)}, expected ${want.map(r => r.id)}`)
     }
-  }), { numRuns: 200 }), '200 random lists match the model')
+  }), { numRuns: fuzzRuns(200) }), `${fuzzRuns(200)} random lists match the model`)
 })
 
 t.test('rows inserted and deleted between pages: none seen twice, every row that stayed seen', async t => {
@@ -130,5 +131,5 @@ t.test('rows inserted and deleted between pages: none seen twice, every row that
     const stayed = expected(rows, q).filter(r => !deleted.has(r.id)).map(r => r.id)
     const missing = stayed.filter(id => !ids.includes(id))
     if (missing.length > 0) throw new Error(`${url(q)}: rows that stayed were not seen: ${missing}`)
-  }), { numRuns: 100 }), '100 random lists under change keep every row that stayed, once')
+  }), { numRuns: fuzzRuns(100) }), `${fuzzRuns(100)} random lists under change keep every row that stayed, once`)
 })

@@ -3,6 +3,7 @@ import fc from 'fast-check'
 import { build } from '../helper.js'
 import { bearer, insertClient, userWithRoles } from '../routes/api/accounts.js'
 import { ada } from '../routes/students/fixtures.js'
+import { fuzzRuns } from './runs.js'
 
 interface ParameterSchema { type?: string, enum?: string[], properties?: Record<string, ParameterSchema>, items?: ParameterSchema, format?: string, 'x-comma-separated'?: ParameterSchema }
 interface Parameter { name: string, in: string, schema: ParameterSchema }
@@ -78,7 +79,7 @@ t.test('every list, fuzzed from its documented parameters: 2xx or a documented 4
       const error = res.json()
       if (error.success !== false || error.statusCode !== res.statusCode || res.statusCode !== 400) throw new Error(`${url}: not a 400 in the error body: ${res.body}`)
     }
-  }), { numRuns: Number(process.env.FUZZ_RUNS ?? 1000) })
+  }), { numRuns: fuzzRuns(1000) })
   t.comment(`statuses: ${JSON.stringify([...seen].sort())}`)
   t.ok(seen.has(200), 'some lists answered')
   t.ok(seen.has(400), 'some were refused')

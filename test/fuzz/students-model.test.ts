@@ -3,6 +3,7 @@ import fc from 'fast-check'
 import type { FastifyInstance } from 'fastify'
 import { build } from '../helper.js'
 import { variants } from '../routes/students/fixtures.js'
+import { fuzzRuns } from './runs.js'
 
 interface Fields { name: string, email: string, age: number, dob: string }
 type Model = Map<number, Fields>
@@ -112,6 +113,6 @@ t.test('random sequences of writes and reads through both variants keep the data
     const expected = [...model].sort(([a], [b]) => a - b).map(([id, s]) => ({ id, ...s }))
     if (JSON.stringify(rows) !== JSON.stringify(expected)) throw new Error(`database ${JSON.stringify(rows)} ≠ model ${JSON.stringify(expected)}`)
     runs++
-  }), { numRuns: Number(process.env.FUZZ_RUNS ?? 60) })
-  t.equal(runs, Number(process.env.FUZZ_RUNS ?? 60))
+  }), { numRuns: fuzzRuns(60) })
+  t.equal(runs, fuzzRuns(60))
 })

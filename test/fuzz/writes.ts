@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { routesOf } from '../helper.js'
 import { bearer } from '../routes/api/accounts.js'
 import { body, conditionHeaders, contentType, valid, type Schema } from './arbitraries.js'
+import { fuzzRuns } from './runs.js'
 
 interface Operation { method: string, path: string, schema: Schema }
 
@@ -99,7 +100,7 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
       if (error.success !== false || error.statusCode !== res.statusCode) throw new Error(`not the error body: ${res.body}`)
       if (await snapshot() !== before) throw new Error(`${operation.method} ${operation.path} answered ${res.statusCode} but changed rows`)
     }
-  }), { numRuns: Number(process.env.FUZZ_RUNS ?? 400) })
+  }), { numRuns: fuzzRuns(400) })
 
   t.comment(`statuses: ${JSON.stringify([...seen].sort())}`)
   t.ok([...seen.keys()].some(code => code >= 400), 'some were refused')

@@ -72,3 +72,14 @@ t.test('bad bodies on every write of the authenticated interface: a 4xx error bo
     t.same(await snapshot(app), before, `${label}: no row changed`)
   }
 })
+
+t.test('ids beyond any record answer 404 on every resource', async t => {
+  const app = await build(t)
+  const admin = bearer((await userWithRoles(app, ['Admin'])).token)
+  for (const resource of ['clients', 'roles', 'users']) {
+    for (const method of ['GET', 'PATCH', 'DELETE'] as const) {
+      const res = await app.inject({ method, url: `/api/${resource}/2147483648`, headers: admin, ...(method === 'PATCH' && { payload: { name: 'X' } }) })
+      t.equal(res.statusCode, 404, `${method} ${resource}`)
+    }
+  }
+})

@@ -31,6 +31,11 @@ const pastDate = fc.date({ min: new Date('1900-01-01'), max: new Date('2020-12-3
 const futureInstant = fc.date({ min: new Date('2040-01-01'), max: new Date('2099-12-31'), noInvalidDate: true })
   .map(date => date.toISOString())
 
+/** The schema itself, or the component it refers to. */
+export function resolved (schema: Schema, components: Record<string, Schema>): Schema {
+  return schema.$ref ? components[schema.$ref.split('/').pop()!]! : schema
+}
+
 /** Ids of rows that exist, by the property that refers to them (`course_id`). */
 export type References = Record<string, number>
 
@@ -39,8 +44,8 @@ export type References = Record<string, number>
  * property that refers to another row takes the id `references` gives it.
  */
 export function valid (schema: Schema, components: Record<string, Schema>, name = '', references: References = {}): fc.Arbitrary<unknown> {
-  if (schema.$ref) return valid(components[schema.$ref.split('/').pop()!]!, components, name, references)
-  if (name in references) return fc.constant(references[name])
+  if (schema.$ref) return valid(resolved(schema, components), components, name, references)
+  if (Object.hasOwn(references, name)) return fc.constant(references[name])
   // A literal (TypeBox's `const`, which the OpenAPI 3.0 document writes as a one-value enum).
   if (schema.enum) return fc.constantFrom(...schema.enum)
   if (schema.anyOf) return fc.oneof(...schema.anyOf.map(option => valid(option, components, name, references)))

@@ -3,6 +3,11 @@
  * `.ci/run` sets); a quarter of it otherwise, so that `npm test` stays a loop of minutes.
  */
 export function fuzzRuns (full: number): number {
-  if (process.env.FUZZ_RUNS !== undefined) return Number(process.env.FUZZ_RUNS)
-  return process.env.FUZZ === 'full' ? full : Math.ceil(full / 4)
+  const { FUZZ, FUZZ_RUNS } = process.env
+  if (FUZZ_RUNS !== undefined) {
+    if (!/^[1-9]\d*$/.test(FUZZ_RUNS)) throw new Error(`FUZZ_RUNS must be a positive integer, not ${JSON.stringify(FUZZ_RUNS)}`)
+    return Number(FUZZ_RUNS)
+  }
+  if (FUZZ !== undefined && FUZZ !== 'full') throw new Error(`FUZZ must be full or unset, not ${JSON.stringify(FUZZ)}`)
+  return FUZZ === 'full' ? full : Math.ceil(full / 4)
 }

@@ -62,10 +62,15 @@ export function embeddedEnv (dataDir: string): NodeJS.ProcessEnv {
   return env
 }
 
-/** Kills the embedded PostgreSQL's postmaster outright, as a crash or the OOM killer would; or, with SIGINT, stops it fast. */
-export async function killPostmaster (dataDir: string, signal: 'SIGKILL' | 'SIGINT' = 'SIGKILL'): Promise<void> {
+/** Sends the embedded PostgreSQL's postmaster a signal: SIGINT stops it fast, as `pg_ctl stop` does. */
+export async function signalPostmaster (dataDir: string, signal: NodeJS.Signals): Promise<void> {
   const pid = Number((await readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0])
   process.kill(pid, signal)
+}
+
+/** Kills the embedded PostgreSQL's postmaster outright, as a crash or the OOM killer would. */
+export async function killPostmaster (dataDir: string): Promise<void> {
+  await signalPostmaster(dataDir, 'SIGKILL')
 }
 
 /** The environment that points a server process at a fresh test database. */

@@ -89,11 +89,13 @@ export const badValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom(null, true, -1, 1e308, '20', [], {})
 )
 
-/** A valid body with one field broken, an extra key, or something else altogether. */
+/** A valid body, one with one field broken, an extra key, or something else altogether. */
 export function body (schema: Schema, components: Record<string, Schema>, references: References = {}): fc.Arbitrary<unknown> {
   const good = valid(schema, components, '', references) as fc.Arbitrary<Record<string, unknown>>
   return fc.oneof(
     good,
+    // Valid too, but referring to any id: mostly rows that do not exist.
+    valid(schema, components),
     fc.tuple(good, fc.string({ maxLength: 12 }), badValue).map(([value, key, bad]) => {
       const keys = Object.keys(value)
       return { ...value, [keys.length > 0 ? keys[key.length % keys.length]! : key]: bad }

@@ -50,8 +50,9 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
   t.equal(operations.length, routesOf(app).filter(route => route.schema?.body && paths(documentedPath(route.url))).length, 'every operation that takes a body')
 
   // Path ids: one that exists, one that does not, or anything at all.
+  const existingId = (path: string) => String(ids[path.split('/').at(-2)!] ?? 1)
   const id = (path: string) => fc.oneof(
-    fc.constant(String(ids[path.split('/').at(-2)!] ?? 1)),
+    fc.constant(existingId(path)),
     fc.constant('999999'),
     fc.string({ maxLength: 12 }).map(encodeURIComponent)
   )
@@ -80,7 +81,7 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
     for (const body of bodies) {
       const res = await app.inject({
         method: operation.method as 'POST',
-        url: operation.path.replace('{id}', String(ids[operation.path.split('/').at(-2)!] ?? 1)),
+        url: operation.path.replace('{id}', existingId(operation.path)),
         headers: { ...bearer(token), 'content-type': 'application/json' },
         payload: JSON.stringify(body)
       })

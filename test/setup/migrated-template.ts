@@ -39,9 +39,9 @@ let template: Promise<string> | undefined
  * from (CREATE DATABASE … TEMPLATE): a copy is faster than migrating an empty database (about
  * a tenth off an app test file, measured on PostgreSQL 15). Made once, by the first test
  * process that asks, under an advisory lock that the others wait on; kept on the server
- * between runs, named after the migrations, so a
- * changed one makes another (and all but the newest few are dropped). `server` must be the
- * server itself, not a pooler: the lock is the session's.
+ * between runs, named after the migrations, so a changed one makes another (and all but the
+ * newest few are dropped). `server` must be the server itself, not a pooler: the lock is the
+ * session's.
  */
 export function migratedTemplate (server: DatabaseConfig): Promise<string> {
   template ??= makeTemplate(server)

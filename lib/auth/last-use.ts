@@ -9,7 +9,7 @@ const WRITE_EVERY_MS = 60_000
  */
 export class LastUse {
   // When each id's last use was last written by this instance, the oldest first.
-  readonly #written = new Map<number, number>()
+  readonly #lastWritten = new Map<number, number>()
 
   constructor (
     private readonly capacity: number,
@@ -19,11 +19,11 @@ export class LastUse {
 
   /** Notes a use now: the write's promise if one is due (its failure is for the caller to log). */
   note (id: number, now = Date.now()): Promise<void> | undefined {
-    const last = this.#written.get(id)
+    const last = this.#lastWritten.get(id)
     if (last !== undefined && now - last < WRITE_EVERY_MS) return undefined
-    this.#written.delete(id)
-    this.#written.set(id, now)
-    if (this.#written.size > this.capacity) this.#written.delete(this.#written.keys().next().value!)
+    this.#lastWritten.delete(id)
+    this.#lastWritten.set(id, now)
+    if (this.#lastWritten.size > this.capacity) this.#lastWritten.delete(this.#lastWritten.keys().next().value!)
     return this.write(id).then(() => undefined)
   }
 }

@@ -1,4 +1,3 @@
-import knex from 'knex'
 import type { ErrorCode } from '../http/error-codes.js'
 
 /** Whether the error is PostgreSQL's unique_violation on the given index. */
@@ -48,12 +47,12 @@ const SHUTDOWN_CODES = new Set(['57P01', '57P02', '57P03'])
  * Whether the error means the database is out of reach: a connection that could not be made
  * or was lost (marked, or by node's socket code; ENOENT only for a Unix socket that is gone,
  * not any missing file), PostgreSQL's class 08 (connection exception), 53 (insufficient
- * resources: too many connections) and 57P01–57P03, or no free connection in time (knex's
- * KnexTimeoutError; pg's pool's wait is marked).
+ * resources: too many connections) and 57P01–57P03, or no free connection in time (the
+ * pool's wait is marked; knex runs on that pool).
  */
 export function databaseUnavailable (error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false
-  if (connectionFailures.has(error) || error instanceof knex.KnexTimeoutError) return true
+  if (connectionFailures.has(error)) return true
   const { code, syscall } = error as { code?: unknown, syscall?: unknown }
   if (typeof code !== 'string') return false
   if (code === 'ENOENT') return syscall === 'connect'

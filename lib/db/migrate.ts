@@ -15,10 +15,10 @@ const MIGRATION_LOCK = 7_355_608
  */
 export async function migrateToLatest (config: Knex.Config): Promise<void> {
   // Connections of its own, which may take their time (lib/db/knex-config.ts).
-  const patient = startupKnexConfig(config)
-  const lock = new pg.Client(patient.connection as pg.ClientConfig)
+  const startupConfig = startupKnexConfig(config)
+  const lock = new pg.Client(startupConfig.connection as pg.ClientConfig)
   await lock.connect()
-  const migrator = knex(patient)
+  const migrator = knex(startupConfig)
   try {
     await lock.query('select pg_advisory_lock($1)', [MIGRATION_LOCK])
     await migrator.migrate.latest()

@@ -5,10 +5,10 @@ import { Statement, type RowMaker, type Scalar, type StatementResult } from './s
 
 /**
  * A query of the hot paths: knex builds its SQL once, at startup, and every call runs it as
- * a named prepared statement on a plain `pg` pool, or on the connection of the transaction
- * given: building the query and going through knex's runner and pool on every request cost
- * CPU and memory on the hot paths (docs/performance.md). Errors are pg's own, which do not
- * carry the SQL text.
+ * a named prepared statement on the process's `pg` pool (which knex runs on too), or on the
+ * connection of the transaction given: building the query and going through knex's runner on
+ * every request cost CPU and memory on the hot paths (docs/performance.md). Errors are pg's
+ * own, which do not carry the SQL text.
  */
 export interface PreparedQuery<Args extends Scalar[], Row> {
   (args: Args, trx?: Knex): Promise<StatementResult<Row>>
@@ -28,8 +28,8 @@ export interface PreparedQuery<Args extends Scalar[], Row> {
  * (plugins/app/idempotency.ts). Both commit with the INSERT, or neither does. `created` may
  * be a SELECT of a function that writes (a login's `start_session`): it runs once.
  */
-export interface Companion {
-  /** Tells its SQL apart from other companions': the same name, the same SQL. */
+export interface CteWrite {
+  /** Tells its SQL apart from other CTE writes': the same name, the same SQL. */
   name: string
   /** The CTE, `name as (…)`, its parameters numbered from `$first`; its text is the same for every request. */
   cte: (first: number) => string
@@ -46,36 +46,36 @@ export interface Insertion<Row, Args extends Scalar[] = Scalar[]> {
   args: Args
   failure: (error: unknown) => unknown
   /** What is written in the same statement. */
-  companions: Companion[]
+  cteWrites: CteWrite[]
 }
 
 /** An insertion of this query with these arguments; `failure` tells what its errors mean (by default, themselves). */
 export function insertion<Args extends Scalar[], Row> (query: PreparedQuery<Args, Row>, args: Args, failure = (error: unknown) => error): Insertion<Row, Args> {
-  return { query, args, failure, companions: [] }
+  return { query, args, failure, cteWrites: [] }
 }
 
-// The statements of INSERTs with companions, by INSERT and by the companions' SQL.
+// The statements of INSERTs with CTE writes, by INSERT and by the CTE writes' SQL.
 const composedStatements = new WeakMap<object, Map<string, Statement<unknown>>>()
 
 /**
- * The statement that runs the insertion's INSERT and its companions, and these ones too, and
- * its values: `with created as (INSERT … RETURNING …), <companion>, … select * from created`.
- * Made once for each INSERT and names of companions, and named after a digest of its text.
+ * The statement that runs the insertion's INSERT and its CTE writes, and these ones too, and
+ * its values: `with created as (INSERT … RETURNING …), <CTE write>, … select * from created`.
+ * Made once for each INSERT and names of CTE writes, and named after a digest of its text.
  */
-export function composed<Row, Args extends Scalar[]> ({ query, args, companions }: Insertion<Row, Args>, more: Companion[] = []): { statement: Statement<Row>, values: Scalar[] } {
-  const all = more.length === 0 ? companions : [...companions, ...more]
+export function composed<Row, Args extends Scalar[]> ({ query, args, cteWrites }: Insertion<Row, Args>, more: CteWrite[] = []): { statement: Statement<Row>, values: Scalar[] } {
+  const all = more.length === 0 ? cteWrites : [...cteWrites, ...more]
   const values = query.values(args)
-  // The companions' parameters follow the INSERT's own.
+  // The CTE writes' parameters follow the INSERT's own.
   let first = values.length + 1
-  for (const companion of all) values.push(...companion.values)
+  for (const cteWrite of all) values.push(...cteWrite.values)
   let statements = composedStatements.get(query)
   if (statements === undefined) composedStatements.set(query, statements = new Map())
-  const names = all.map(companion => companion.name).join(' ')
+  const names = all.map(cteWrite => cteWrite.name).join(' ')
   let statement = statements.get(names)
   if (statement === undefined) {
-    const ctes = all.map(companion => {
-      const cte = companion.cte(first)
-      first += companion.values.length
+    const ctes = all.map(cteWrite => {
+      const cte = cteWrite.cte(first)
+      first += cteWrite.values.length
       return cte
     })
     const text = `with created as (${query.text}), ${ctes.join(', ')} select * from created`
@@ -85,10 +85,10 @@ export function composed<Row, Args extends Scalar[]> ({ query, args, companions 
   return { statement: statement as Statement<Row>, values }
 }
 
-/** Runs an insertion, with its companions, and returns its row. */
+/** Runs an insertion, with its CTE writes, and returns its row. */
 export async function insert<Row, Args extends Scalar[]> (insertion: Insertion<Row, Args>): Promise<Row> {
   try {
-    if (insertion.companions.length === 0) return (await insertion.query(insertion.args)).rows[0]!
+    if (insertion.cteWrites.length === 0) return (await insertion.query(insertion.args)).rows[0]!
     const { statement, values } = composed(insertion)
     return (await runOnPool(insertion.query.pool, statement, values)).rows[0]!
   } catch (error) {
@@ -117,7 +117,7 @@ export async function runOnPool<Row> (pool: pg.Pool, statement: Statement<Row>, 
   })
 }
 
-/** knex, for building queries and for transactions, and the pool the prepared queries run on. */
+/** knex, for building queries and for transactions, and the pool that it and the prepared queries run on. */
 export interface Database {
   knex: Knex
   pool: pg.Pool

@@ -28,9 +28,9 @@ export default fp(async (fastify) => {
     // and a transaction idle that long (DB_IDLE_IN_TRANSACTION_TIMEOUT on a busy machine) is
     // ended by PostgreSQL, and start-up with it.
     const passwordHash = await fastify.passwords.hash(password)
-    const patient = knex({ ...startupKnexConfig(knexConfig(fastify.config, { logger: fastify.log })), pool: { min: 0, max: 1 } })
+    const startupDb = knex({ ...startupKnexConfig(knexConfig(fastify.config, { logger: fastify.log })), pool: { min: 0, max: 1 } })
     try {
-      return await patient.transaction(async trx => {
+      return await startupDb.transaction(async trx => {
         // Serialised, so that instances starting together create one administrator.
         await trx.raw('select pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK])
         if (onlyIfNone && await usersRepository.countAdmins(trx) > 0) return false
@@ -42,7 +42,7 @@ export default fp(async (fastify) => {
         return existing === undefined
       })
     } finally {
-      await patient.destroy()
+      await startupDb.destroy()
     }
   }
 

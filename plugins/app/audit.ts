@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { changedFields } from '../../lib/audit/changed-fields.js'
-import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
+import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 
@@ -65,7 +65,7 @@ declare module 'fastify' {
     /** The insertion, with the audit entry of the record it creates written in its own statement. */
     audited: <Row, Args extends Scalar[]>(insertion: Insertion<Row, Args>, resource: AuditResource) => Insertion<Row, Args>
     /** The audit entries of events done by one statement, to ride in it: none when the log is off. */
-    auditedEvents: (events: readonly StatementEvent[], actor: StatementActor) => Companion[]
+    auditedEvents: (events: readonly StatementEvent[], actor: StatementActor) => CteWrite[]
   }
   interface FastifyInstance {
     /** Deletes the entries past AUDIT_RETENTION, a batch at a time: how many went. */
@@ -158,8 +158,8 @@ export default fp(async (fastify) => {
 
   fastify.decorateRequest('audited', function <Row, Args extends Scalar[]> (this: FastifyRequest, insertion: Insertion<Row, Args>, resource: AuditResource) {
     if (!enabled) return insertion
-    const entry: Companion = { name: 'audited', cte: createdEntry, values: context(this, 'create', resource) }
-    return { ...insertion, companions: [...insertion.companions, entry] }
+    const entry: CteWrite = { name: 'audited', cte: createdEntry, values: context(this, 'create', resource) }
+    return { ...insertion, cteWrites: [...insertion.cteWrites, entry] }
   })
 
   fastify.decorateRequest('auditedEvents', function (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor) {

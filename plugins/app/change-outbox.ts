@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
-import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
+import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import type { Actor } from './audit.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
@@ -97,8 +97,8 @@ export default fp(async (fastify) => {
 
   fastify.decorateRequest('outboxed', function <Row, Args extends Scalar[]> (this: FastifyRequest, insertion: Insertion<Row, Args>, resource: string) {
     if (!enabled) return insertion
-    const row: Companion = { name: 'outboxed', cte: createdRow, values: [resource, ...context(this)] }
-    return { ...insertion, companions: [...insertion.companions, row] }
+    const row: CteWrite = { name: 'outboxed', cte: createdRow, values: [resource, ...context(this)] }
+    return { ...insertion, cteWrites: [...insertion.cteWrites, row] }
   })
 
   fastify.decorate('outboxSweep', async () => {

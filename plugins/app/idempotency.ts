@@ -2,7 +2,7 @@ import { createHash, createHmac, createSecretKey } from 'node:crypto'
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
-import { composed, insert, runOnPool, type Companion, type Insertion, type PreparedQuery } from '../../lib/db/prepared-query.js'
+import { composed, insert, runOnPool, type CteWrite, type Insertion, type PreparedQuery } from '../../lib/db/prepared-query.js'
 import { recordFields } from '../../lib/db/record-text.js'
 import { canonicalJson } from '../../lib/http/canonical-json.js'
 import { CodedError } from '../../lib/http/error-codes.js'
@@ -79,7 +79,7 @@ const KEEP = `
 // record, and it is then answered from the kept row. The row is kept behind the statement's
 // own mark, so that a version of the service whose INSERT returns other columns does not read
 // it as its own.
-const keptBy = (mark: string, values: Scalar[]): Companion => ({
+const keptBy = (mark: string, values: Scalar[]): CteWrite => ({
   name: `kept ${mark}`,
   cte: first => `kept as (insert into idempotency_keys (scope, key, fingerprint, status, record, expires_at)
     select $${first}, $${first + 1}, $${first + 2}, 201, '${mark} ' || created::text, now() + make_interval(secs => $${first + 3}) from created)`,

@@ -29,13 +29,6 @@ export interface Metrics {
   address: AddressInfo | null
 }
 
-/** The part of knex's pool (tarn) the gauges read: its public counts. */
-interface TarnCounts {
-  numUsed: () => number
-  numFree: () => number
-  numPendingAcquires: () => number
-}
-
 /** Seconds: from a cached GET (a millisecond) to HANDLER_TIMEOUT's 15 s. */
 const DURATION_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 15, 30]
 /** Seconds: an argon2id hash takes tens of milliseconds, more on a loaded machine. */
@@ -89,54 +82,32 @@ export default fp(async (fastify) => {
   // Out of flight once, whichever comes: the answer, or the client going first (whose request
   // may never be answered, or answered too: Fastify promises neither). A request answered by
   // a hook before this plugin's onRequest ran (load shedding) never counted.
-  function land (request: FastifyRequest): void {
+  function stopCountingInFlight (request: FastifyRequest): void {
     inFlight -= request.countedInFlight
     request.countedInFlight = 0
   }
   fastify.addHook('onResponse', (request, reply, done) => {
-    land(request)
+    stopCountingInFlight(request)
     duration.observe(request.method, request.routeOptions.url ?? NO_ROUTE, reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
   fastify.addHook('onRequestAbort', (request, done) => {
-    land(request)
+    stopCountingInFlight(request)
     done()
   })
 
   // Live values, read when scraped rather than counted on every event (registered here, as a
   // bare `new` of one that registers itself would read as a mistake).
-  const tarn = fastify.knex.client.pool as unknown as TarnCounts
-  const pg = fastify.pgPool
-  registry.registerMetric(new Gauge({
-    name: 'db_pool_connections',
-    help: 'Connections open in each database pool (knex: the queries built with knex; pg: the prepared queries)',
-    labelNames: ['pool'],
+  const pool = fastify.pgPool
+  const poolGauge = (name: string, help: string, read: () => number) => new Gauge({
+    name,
+    help,
     registers: [],
-    collect () {
-      this.set({ pool: 'knex' }, tarn.numUsed() + tarn.numFree())
-      this.set({ pool: 'pg' }, pg.totalCount)
-    }
-  }))
-  registry.registerMetric(new Gauge({
-    name: 'db_pool_connections_in_use',
-    help: 'Connections of each database pool lent out to a query or transaction',
-    labelNames: ['pool'],
-    registers: [],
-    collect () {
-      this.set({ pool: 'knex' }, tarn.numUsed())
-      this.set({ pool: 'pg' }, pg.totalCount - pg.idleCount)
-    }
-  }))
-  registry.registerMetric(new Gauge({
-    name: 'db_pool_waiting',
-    help: 'Queries waiting for a free connection of each database pool',
-    labelNames: ['pool'],
-    registers: [],
-    collect () {
-      this.set({ pool: 'knex' }, tarn.numPendingAcquires())
-      this.set({ pool: 'pg' }, pg.waitingCount)
-    }
-  }))
+    collect () { this.set(read()) }
+  })
+  registry.registerMetric(poolGauge('db_pool_connections', 'Connections open in the database pool', () => pool.totalCount))
+  registry.registerMetric(poolGauge('db_pool_connections_in_use', 'Connections of the database pool lent out to a query or transaction', () => pool.totalCount - pool.idleCount))
+  registry.registerMetric(poolGauge('db_pool_waiting', 'Queries waiting for a free connection of the database pool', () => pool.waitingCount))
 
   const cache = fastify.callerCache
   // The cache counts for itself; a scrape adds what it counted since the last one.

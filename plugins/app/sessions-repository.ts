@@ -3,7 +3,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { countAttempt, type AttemptCount } from './throttle.js'
-import { insert, insertion, prepare, type Companion, type Database } from '../../lib/db/prepared-query.js'
+import { insert, insertion, prepare, type CteWrite, type Database } from '../../lib/db/prepared-query.js'
 import { newRefreshToken, refreshHash } from '../../lib/auth/refresh-tokens.js'
 import { LastUse } from '../../lib/auth/last-use.js'
 
@@ -64,7 +64,7 @@ const LIVE = 'ended_at is null and expires_at > now()'
 
 interface LiveRow { id: number, user_id: number, expires_at: number, issued_at: number }
 type StartRow = LiveRow & { superseded: number[] }
-const live = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, expiresAt: row.expires_at })
+const sessionOf = (row: LiveRow): LiveSession => ({ id: row.id, userId: row.user_id, expiresAt: row.expires_at })
 
 /**
  * The statements of a login's session and of a refresh, prepared: both are hot paths, and
@@ -130,25 +130,25 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     /**
      * Starts a session of the user, with its first refresh token, and ends their oldest live
      * sessions past SESSIONS_PER_USER (`superseded`: their ids), in one statement (in `db`'s
-     * transaction, or on its own with `companions` riding in it: a login's audit entries). The
+     * transaction, or on its own with `cteWrites` riding in it: a login's audit entries). The
      * user is locked first, so that logins of one user at once (a fleet of clients sharing an
      * account) take their turns, each seeing the sessions the ones before it started: the cap
      * holds at every moment. None, if the user has since been deleted or their password is no
      * longer `passwordHash`, the hash the login matched.
      */
-    async start (db: Knex, userId: number, passwordHash: string, client: { userAgent: string | undefined, ip: string }, companions: Companion[] = []): Promise<StartedSession | undefined> {
+    async start (db: Knex, userId: number, passwordHash: string, client: { userAgent: string | undefined, ip: string }, cteWrites: CteWrite[] = []): Promise<StartedSession | undefined> {
       const refreshToken = newRefreshToken()
       const args: Parameters<typeof statements.start>[0] = [userId, passwordHash, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
         refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, SESSIONS_PER_USER - 1]
       /* c8 ignore next -- a caller's mistake */
-      if (companions.length > 0 && db.isTransaction) throw new Error('A statement\'s companions ride only in a statement of its own, not in a transaction')
+      if (cteWrites.length > 0 && db.isTransaction) throw new Error('A statement\'s CTE writes ride only in a statement of its own, not in a transaction')
       // No row: the user deleted, or their password changed, since the login's check.
-      const row: StartRow | undefined = companions.length > 0
-        ? await insert({ ...insertion(statements.start, args), companions })
+      const row: StartRow | undefined = cteWrites.length > 0
+        ? await insert({ ...insertion(statements.start, args), cteWrites })
         : (await statements.start(args, db)).rows[0]
       if (row === undefined) return undefined
       cache.afterCommit(db, callers => { for (const id of row.superseded) callers.forgetSession(id) })
-      return { session: live(row), refreshToken, issuedAt: row.issued_at, superseded: row.superseded }
+      return { session: sessionOf(row), refreshToken, issuedAt: row.issued_at, superseded: row.superseded }
     },
 
     /**
@@ -169,7 +169,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     async refresh (token: string, successor: string): Promise<Refresh> {
       const hash = refreshHash(token)
       const { rows: [spent] } = await statements.spend([hash.toString('hex'), refreshHash(successor).toString('hex'), refreshTtlSeconds])
-      if (spent) return { outcome: 'spent', session: live(spent), issuedAt: spent.issued_at }
+      if (spent) return { outcome: 'spent', session: sessionOf(spent), issuedAt: spent.issued_at }
 
       // Not spent now: unknown, expired, of an ended session, or spent before (by a request
       // that may have just committed: this statement sees it).
@@ -184,7 +184,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       if (!known) return { outcome: 'unknown' }
       if (!known.session_live) return { outcome: 'ended' }
       if (!known.spent) return { outcome: 'expired' }
-      if (known.within_grace) return { outcome: 'repeated', session: live(known), issuedAt: known.issued_at }
+      if (known.within_grace) return { outcome: 'repeated', session: sessionOf(known), issuedAt: known.issued_at }
       return { outcome: 'reused', sessionId: known.id }
     },
 

@@ -29,15 +29,15 @@ export interface UserUpdate { name?: string | undefined, email?: string | undefi
 
 function createUsersRepository (database: Database, cache: CallerCache, sessions: SessionsRepository, conflict: (message: string) => Error) {
   const { knex } = database
-  const live = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
+  const notDeleted = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
   const columns = (trx: Knex) => ['u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
       (select json_agg(json_build_object('id', r.id, 'name', r.name) order by r.id)
        from user_roles ur join roles r on r.id = ur.role_id
        where ur.user_id = u.id), '[]') as roles`)]
-  const select = (trx: Knex) => live(trx).select(columns(trx))
+  const select = (trx: Knex) => notDeleted(trx).select(columns(trx))
   const table = keysetTable<User>(database, {
     name: 'users',
-    rows: live,
+    rows: notDeleted,
     columns: columns(knex),
     schema: User,
     references: [NamedRef],
@@ -48,7 +48,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
     }
   })
   // By the address's key (lib/auth/email.ts): the callers pass emailKey(address).
-  const credentialsOf = (key: string) => live(knex)
+  const credentialsOf = (key: string) => notDeleted(knex)
     .select('u.id', 'u.password').where('u.email_key', key)
 
   const queries = {
@@ -59,7 +59,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
         .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password')
         .from('counts as c')
         .leftJoin(credentialsOf(key).as('user'), knex.raw('true'))),
-    profile: prepare<[id: number], Profile>(database, 'users.profile', id => live(knex).where('u.id', id).first(
+    profile: prepare<[id: number], Profile>(database, 'users.profile', id => notDeleted(knex).where('u.id', id).first(
       'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
       knex.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
                where ur.user_id = u.id order by r.name) as roles`),
@@ -125,7 +125,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
      * change committed, undefined for a user deleted meanwhile.
      */
     async lockedPassword (id: number, trx: Knex): Promise<string | undefined> {
-      const row: { password: string } | undefined = await live(trx).where('u.id', id).forNoKeyUpdate().first('u.password')
+      const row: { password: string } | undefined = await notDeleted(trx).where('u.id', id).forNoKeyUpdate().first('u.password')
       return row?.password
     },
 
@@ -238,7 +238,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
 
     /** How many users not deleted hold the Admin role. */
     async countAdmins (trx: Knex): Promise<number> {
-      const row = await live(trx).join('user_roles as ur', 'ur.user_id', 'u.id').join('roles as r', 'r.id', 'ur.role_id')
+      const row = await notDeleted(trx).join('user_roles as ur', 'ur.user_id', 'u.id').join('roles as r', 'r.id', 'ur.role_id')
         .where('r.name', ADMIN_ROLE).countDistinct({ count: 'u.id' }).first()
       return Number(row!.count)
     }

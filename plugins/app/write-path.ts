@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
-import type { Companion, Insertion } from '../../lib/db/prepared-query.js'
+import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
@@ -83,9 +83,9 @@ declare module 'fastify' {
     recordEvents: <Result>(step: EventStep<Result>) => Promise<Result>
     /**
      * An event of an account that is one statement (a login): the audit entries of `events`
-     * ride in it, under the write guard. `run` runs the statement with the companions given.
+     * ride in it, under the write guard. `run` runs the statement with the CTE writes given.
      */
-    recordStatementEvents: <Result>(events: readonly StatementEvent[], actor: StatementActor, run: (companions: Companion[]) => Promise<Result>) => Promise<Result>
+    recordStatementEvents: <Result>(events: readonly StatementEvent[], actor: StatementActor, run: (cteWrites: CteWrite[]) => Promise<Result>) => Promise<Result>
   }
 }
 
@@ -177,7 +177,7 @@ export default fp(async (fastify) => {
     }))
   })
 
-  fastify.decorateRequest('recordStatementEvents', function <Result> (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor, run: (companions: Companion[]) => Promise<Result>) {
+  fastify.decorateRequest('recordStatementEvents', function <Result> (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor, run: (cteWrites: CteWrite[]) => Promise<Result>) {
     return this.guardWrite(() => run(this.auditedEvents(events, actor)))
   })
 }, { name: 'write-path', dependencies: ['knex', 'audit', 'change-outbox', 'idempotency', 'conditional-requests', 'request-timing'] })

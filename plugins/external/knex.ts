@@ -10,8 +10,9 @@ import type { Database } from '../../lib/db/prepared-query.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
+    /** knex, running on `pgPool`'s connections. */
     knex: Knex
-    /** The pool of the prepared queries of the hot paths (lib/db/prepared-query.ts, the rate limits). */
+    /** The process's one pool: knex's queries and transactions, and the prepared queries of the hot paths (lib/db/prepared-query.ts). */
     pgPool: pg.Pool
     /** Both, as the repositories' prepared queries take them. */
     database: Database
@@ -19,17 +20,15 @@ declare module 'fastify' {
 }
 
 /**
- * The database connection pools, knex's and a plain `pg` pool on the same settings, each of
- * DB_POOL_MAX connections; migrated to the latest schema before the app serves (MIGRATE=false:
- * only checked to be there).
+ * The database connection pool, of at most DB_POOL_MAX connections, that knex and the
+ * prepared queries share (knex's `connectionPool`); migrated to the latest schema before the
+ * app serves (MIGRATE=false: only checked to be there).
  */
 export default fp(async (fastify) => {
   const config = knexConfig(fastify.config, { logger: fastify.log })
-  const connection = config.connection as pg.ClientConfig
-  const db = knex(config)
-  // Waiting for a free connection is bounded as knex's acquiring is.
+  // Waiting for a free connection is bounded by DB_ACQUIRE_TIMEOUT (pg marks no other wait).
   const pool = new ServicePool({
-    ...connection,
+    ...config.connection as pg.ClientConfig,
     max: fastify.config.dbPoolMax,
     connectionTimeoutMillis: fastify.config.timeouts.dbAcquire,
     Client: throughPooler(fastify.config) ? PooledClient : ServiceClient
@@ -40,10 +39,18 @@ export default fp(async (fastify) => {
   // the pool drops it on release. pg emits the error on the client too, where the pool listens
   // only while it is idle: unheard, it would end the process.
   pool.on('connect', client => client.on('error', error => fastify.log.debug({ err: error }, 'database connection lost under a query')))
+  // knex's own pool settings (`pool`, `acquireConnectionTimeout`) give way to the pool it is given.
+  const db = knex({ client: config.client, migrations: config.migrations, log: config.log, connectionPool: pool })
   fastify.decorate('knex', db)
   fastify.decorate('pgPool', pool)
   fastify.decorate('database', { knex: db, pool })
-  fastify.addHook('onClose', async () => { await Promise.all([db.destroy(), pool.end()]) })
+  // The pool ends first: it waits for the queries under way, which knex releases to it. knex
+  // leaves a pool it was given to its owner, and once destroyed it has no pool to release to,
+  // and a connection still lent out would keep pool.end() waiting forever.
+  fastify.addHook('onClose', async () => {
+    await pool.end()
+    await db.destroy()
+  })
   // A database started alongside (compose, a pod beside it) may not answer yet: start-up waits
   // for it, up to DB_STARTUP_WAIT, rather than exit and leave it to a restart policy.
   const direct = knexConfig(fastify.config, { direct: true, logger: fastify.log })

@@ -12,10 +12,10 @@ const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'
 export function studentsRepository (database: Database, conflict: (message: string) => Error) {
   const { knex } = database
   // What a write returns: the record and its new version, which tags it.
-  const written = [...COLUMNS, versionColumn(knex)]
+  const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
   const queries = {
     create: prepare<[age: number, dob: string, email: string, name: string], Versioned<Student>>(database, 'students.create', (age, dob, email, name) =>
-      knex('students').insert({ age, dob, email, name }).returning(written)),
+      knex('students').insert({ age, dob, email, name }).returning(columnsWithVersion)),
     remove: prepare<[id: number], never>(database, 'students.remove', id => knex('students').where({ id }).delete())
   }
   const emailTakenOr = (error: unknown, email: string | undefined) =>
@@ -36,13 +36,13 @@ export function studentsRepository (database: Database, conflict: (message: stri
      */
     async lock (id: number, trx: Knex): Promise<Versioned<Student> | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('students').where({ id }).forNoKeyUpdate().first(written) as Promise<Versioned<Student> | undefined>
+      return trx('students').where({ id }).forNoKeyUpdate().first(columnsWithVersion) as Promise<Versioned<Student> | undefined>
     },
 
     /** The student as changed, in the write path's transaction, which has locked it (`lock`). */
     async update (id: number, changes: Partial<StudentInput>, trx: Knex): Promise<Versioned<Student>> {
       try {
-        const [student] = await trx('students').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(written)
+        const [student] = await trx('students').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(columnsWithVersion)
         return student as Versioned<Student>
       } catch (error) {
         throw emailTakenOr(error, changes.email)

@@ -157,10 +157,10 @@ t.test('deploy/kubernetes renders objects that Kubernetes\' schemas accept, and 
       t.same(autoscaler.scaleTargetRef, { apiVersion: 'apps/v1', kind: 'Deployment', name: deployment!.metadata.name })
       t.ok(autoscaler.minReplicas >= 2, 'two pods at least: one can be rolled or lost at any time')
       t.notOk('replicas' in deployment!.spec, 'the autoscaler owns the count')
-      // Per pod: two pools and the connection that listens. The most pods, one more in a
+      // Per pod: the pool and the connection that listens. The most pods, one more in a
       // rollout (maxSurge), and the Job's migration (its pool, the migrator, the lock): inside
       // the 97 of PostgreSQL's 100 that are not kept for superusers, with room for draining pods.
-      const perPod = 2 * Number(settings.DB_POOL_MAX) + 1
+      const perPod = Number(settings.DB_POOL_MAX) + 1
       const most = perPod * (autoscaler.maxReplicas + deployment!.spec.strategy.rollingUpdate.maxSurge) + 4
       t.ok(most <= 97 * 0.75, `${most} connections at the most`)
     })

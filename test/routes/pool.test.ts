@@ -34,4 +34,7 @@ t.test(`${CONCURRENT} concurrent writes of each kind on pools of ${POOL}: no 503
   }
   t.equal(Number((await app.knex('roles').where('name', 'like', 'Role %').count({ n: '*' }).first())!.n), CONCURRENT, 'every role created')
   t.equal(Number((await app.knex('users').where('email', 'like', 'pooled-%').count({ n: '*' }).first())!.n), CONCURRENT, 'every user created')
+  // knex's transactions and the prepared queries share the one pool: never more than it holds.
+  const { rows: [open] } = await app.pgPool.query<{ n: number }>("select count(*)::int as n from pg_stat_activity where datname = current_database() and application_name = 'student-records-api'")
+  t.ok(open!.n <= POOL, `${open!.n} connections of the service open, at most DB_POOL_MAX`)
 })

@@ -68,7 +68,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const started = await request.recordStatementEvents([
       { action: 'login', resource: 'session', idColumn: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
       { action: 'end', resource: 'session', idColumn: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }
-    ], { userId: id, sessionColumn: 'id' }, companions => sessionsRepository.start(fastify.knex, id, verified, client(request), companions))
+    ], { userId: id, sessionColumn: 'id' }, cteWrites => sessionsRepository.start(fastify.knex, id, verified, client(request), cteWrites))
     if (started === undefined) throw await refused()
     return { success: true as const, ...fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt) }
   })

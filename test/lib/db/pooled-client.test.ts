@@ -17,7 +17,7 @@ t.test('DB_POOLER=transaction: statements go unnamed, and the session settings h
   await admin.end()
 
   for (const dbPooler of ['transaction', 'none'] as const) {
-    // One connection in each pool: the one the checks below look at is the one that served.
+    // One connection: the one the checks below look at is the one that served.
     const app = await buildApp(t, testConfig(db, { dbPooler, dbPoolMax: 1 }))
     const created = await app.inject({ method: 'POST', url: '/students', payload: { ...student, email: `${dbPooler}@example.com` } })
     t.equal(created.statusCode, 201)

@@ -1,6 +1,5 @@
 import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
-import knex from 'knex'
 import pg from 'pg'
 import t from 'tap'
 import { databaseBusy, databaseUnavailable } from '../../../lib/db/db-errors.js'
@@ -16,7 +15,6 @@ t.test('errors are told by their code and class, not their text', async t => {
   for (const code of ['ECONNREFUSED', 'ECONNRESET', 'EPIPE', '08006', '53300', '53200', '57P01', '57P03']) {
     t.ok(databaseUnavailable(Object.assign(new Error('any text'), { code })), code)
   }
-  t.ok(databaseUnavailable(new knex.KnexTimeoutError('any text')), 'knex\'s pool out of time, by its class')
   for (const error of [new Error('Connection terminated unexpectedly'), new Error('timeout exceeded when trying to connect'), Object.assign(new Error('x'), { code: '23505' }), 'a string', null]) {
     t.notOk(databaseUnavailable(error), `not by its text: ${String(error)}`)
   }

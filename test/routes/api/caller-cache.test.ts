@@ -14,19 +14,15 @@ import { bearer, PASSWORD, roleWithPermissions, userWithRoles } from './accounts
 function tokenChecks (app: FastifyInstance): () => number {
   let count = 0
   const watched = new WeakSet<pg.PoolClient>()
-  const connect = app.pgPool.connect.bind(app.pgPool) as () => Promise<pg.PoolClient>
-  app.pgPool.connect = (async () => {
-    const client = await connect()
-    if (!watched.has(client)) {
-      watched.add(client)
-      const query = client.query.bind(client) as (...args: unknown[]) => unknown
-      client.query = ((...args: unknown[]) => {
-        if ((args[0] as { text?: string }).text?.includes('from revoked_tokens where jti')) count++
-        return query(...args)
-      }) as typeof client.query
-    }
-    return client
-  }) as typeof app.pgPool.connect
+  app.pgPool.on('acquire', client => {
+    if (watched.has(client)) return
+    watched.add(client)
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown
+    client.query = ((...args: unknown[]) => {
+      if ((args[0] as { text?: string }).text?.includes('from revoked_tokens where jti')) count++
+      return query(...args)
+    }) as typeof client.query
+  })
   return () => count
 }
 

@@ -10,14 +10,14 @@ const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'ema
 /** Data access for the clients table, for the routes of this folder. */
 export function clientsRepository (database: Database) {
   const { knex } = database
-  const live = (trx: Knex) => trx('clients').whereNull('deleted_at')
+  const notDeleted = (trx: Knex) => trx('clients').whereNull('deleted_at')
   // What a write returns: the record and its new version, which tags it.
-  const written = [...COLUMNS, versionColumn(knex)]
+  const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
   const create = prepare<[name: string, vatNumber: string, street: string, city: string, postCode: string, email: string], Versioned<Client>>(database, 'clients.create',
-    (name, vatNumber, street, city, postCode, email) => knex('clients').insert({ name, vat_number: vatNumber, street, city, post_code: postCode, email }).returning(written))
+    (name, vatNumber, street, city, postCode, email) => knex('clients').insert({ name, vat_number: vatNumber, street, city, post_code: postCode, email }).returning(columnsWithVersion))
 
   return {
-    ...keysetTable<Client>(database, { name: 'clients', rows: live, columns: COLUMNS, schema: Client, fields: clientListFields }),
+    ...keysetTable<Client>(database, { name: 'clients', rows: notDeleted, columns: COLUMNS, schema: Client, fields: clientListFields }),
 
     /** The INSERT of a new client (request.insertOnce runs it, with or without a key). */
     insertion ({ name, vat_number: vatNumber, street, city, post_code: postCode, email }: ClientInput) {
@@ -27,18 +27,18 @@ export function clientsRepository (database: Database) {
     /** The client as it stands, locked until `trx` ends: what its audit entry tells it was. */
     async lock (id: number, trx: Knex): Promise<Versioned<Client> | undefined> {
       if (id > MAX_ID) return undefined
-      return live(trx).where({ id }).forUpdate().first(written) as Promise<Versioned<Client> | undefined>
+      return notDeleted(trx).where({ id }).forUpdate().first(columnsWithVersion) as Promise<Versioned<Client> | undefined>
     },
 
     /** The client as changed, in the write path's transaction, which has locked it (`lock`). */
     async update (id: number, changes: Partial<ClientInput>, trx: Knex): Promise<Versioned<Client>> {
-      const [client] = await live(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(written)
+      const [client] = await notDeleted(trx).update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(columnsWithVersion)
       return client as Versioned<Client>
     },
 
     /** Soft delete, in the write path's transaction: the row stays, with deleted_at set. */
     async remove (id: number, trx: Knex): Promise<void> {
-      await live(trx).update({ deleted_at: trx.fn.now() }).where({ id })
+      await notDeleted(trx).update({ deleted_at: trx.fn.now() }).where({ id })
     }
   }
 }

@@ -12,7 +12,7 @@ const COLUMNS = ['id', 'code', 'title', 'created_at', 'updated_at'] as const
 export function coursesRepository (database: Database, codeTaken: (code: string) => Error) {
   const { knex } = database
   // What a write returns: the record and its version, which tags it.
-  const written = [...COLUMNS, versionColumn(knex)]
+  const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
   const taken = (code: string | undefined) => (error: unknown) => { throw uniqueConflict(error, 'courses_code_unique', () => codeTaken(code!)) }
   return {
     ...keysetTable<Course>(database, { name: 'courses', rows: knex => knex('courses'), columns: COLUMNS, schema: Course, fields: courseListFields }),
@@ -24,16 +24,16 @@ export function coursesRepository (database: Database, codeTaken: (code: string)
      */
     async lock (id: number, trx: Knex): Promise<Versioned<Course> | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('courses').where({ id }).forNoKeyUpdate().first(written) as Promise<Versioned<Course> | undefined>
+      return trx('courses').where({ id }).forNoKeyUpdate().first(columnsWithVersion) as Promise<Versioned<Course> | undefined>
     },
 
     async create (input: CourseInput, trx: Knex): Promise<Versioned<Course>> {
-      const [course] = await trx('courses').insert(input).returning(written).catch(taken(input.code))
+      const [course] = await trx('courses').insert(input).returning(columnsWithVersion).catch(taken(input.code))
       return course as Versioned<Course>
     },
 
     async update (id: number, changes: Partial<CourseInput>, trx: Knex): Promise<Versioned<Course>> {
-      const [course] = await trx('courses').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(written).catch(taken(changes.code))
+      const [course] = await trx('courses').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(columnsWithVersion).catch(taken(changes.code))
       return course as Versioned<Course>
     },
 

@@ -12,14 +12,14 @@ const COLUMNS = ['id', 'student_id', 'course_id', 'status', 'created_at', 'updat
 export function enrollmentsRepository (database: Database, enrolledAlready: (input: EnrollmentInput) => Error) {
   const { knex } = database
   // What a write returns: the record and its version, which tags it.
-  const written = [...COLUMNS, versionColumn(knex)]
+  const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
   return {
     ...keysetTable<Enrollment>(database, { name: 'enrollments', rows: knex => knex('enrollments'), columns: COLUMNS, schema: Enrollment, fields: enrollmentListFields }),
 
     /** The enrollment as it stands, locked until `trx` ends: what the write path checks and records. */
     async lock (id: number, trx: Knex): Promise<Versioned<Enrollment> | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('enrollments').where({ id }).forUpdate().first(written) as Promise<Versioned<Enrollment> | undefined>
+      return trx('enrollments').where({ id }).forUpdate().first(columnsWithVersion) as Promise<Versioned<Enrollment> | undefined>
     },
 
     /**
@@ -27,13 +27,13 @@ export function enrollmentsRepository (database: Database, enrolledAlready: (inp
      * 409 `missing_reference`. A second enrollment of the student in the course, `enrolledAlready`.
      */
     async create (input: EnrollmentInput, trx: Knex): Promise<Versioned<Enrollment>> {
-      const [enrollment] = await trx('enrollments').insert(input).returning(written)
+      const [enrollment] = await trx('enrollments').insert(input).returning(columnsWithVersion)
         .catch((error: unknown) => { throw uniqueConflict(error, 'enrollments_student_course_unique', () => enrolledAlready(input)) })
       return enrollment as Versioned<Enrollment>
     },
 
     async update (id: number, changes: { status?: Enrollment['status'] }, trx: Knex): Promise<Versioned<Enrollment>> {
-      const [enrollment] = await trx('enrollments').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(written)
+      const [enrollment] = await trx('enrollments').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(columnsWithVersion)
       return enrollment as Versioned<Enrollment>
     },
 

@@ -11,23 +11,23 @@ const COLUMNS = ['id', 'title', 'pinned', 'created_at', 'updated_at'] as const
 export function notesRepository (database: Database) {
   const { knex } = database
   // What a write returns: the record and its version, which tags it.
-  const written = [...COLUMNS, versionColumn(knex)]
+  const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
   return {
     ...keysetTable<Note>(database, { name: 'notes', rows: knex => knex('notes'), columns: COLUMNS, schema: Note, fields: noteListFields }),
 
     /** The note as it stands, locked until `trx` ends: what the write path checks and records. */
     async lock (id: number, trx: Knex): Promise<Versioned<Note> | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('notes').where({ id }).forUpdate().first(written) as Promise<Versioned<Note> | undefined>
+      return trx('notes').where({ id }).forUpdate().first(columnsWithVersion) as Promise<Versioned<Note> | undefined>
     },
 
     async create (input: NoteInput, trx: Knex): Promise<Versioned<Note>> {
-      const [note] = await trx('notes').insert(input).returning(written)
+      const [note] = await trx('notes').insert(input).returning(columnsWithVersion)
       return note as Versioned<Note>
     },
 
     async update (id: number, changes: Partial<NoteInput>, trx: Knex): Promise<Versioned<Note>> {
-      const [note] = await trx('notes').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(written)
+      const [note] = await trx('notes').update({ ...changes, updated_at: trx.fn.now() }).where({ id }).returning(columnsWithVersion)
       return note as Versioned<Note>
     },
 

@@ -104,7 +104,7 @@ export class EmbeddedPostgres {
   /**
    * Starts the server again whenever it is found stopped under the service (killed, crashed,
    * stopped by hand), checking every `intervalMs`: PostgreSQL recovers from its log, and the
-   * service's pools reconnect. Only the cluster that was there is started: one deleted is not
+   * service's pool reconnects. Only the cluster that was there is started: one deleted is not
    * created again empty. A start that fails is tried again after each delay of RESTART_DELAYS_MS
    * (a crash's orphaned backends may hold its shared memory for a while); after the last,
    * `giveUp` is called (the process exits, for its supervisor to restart it). Returns what stops

@@ -37,7 +37,8 @@ export function knexLog (logger: KnexLogger): NonNullable<Knex.Config['log']> {
 }
 
 /**
- * The knex settings of the service, shared by the knex plugin and the knex CLI. `direct`:
+ * The knex settings of the service: the knex CLI's and the migrations' (their own pools), and
+ * the connection settings of the knex plugin's one pool. `direct`:
  * connections to PostgreSQL itself (DB_DIRECT_HOST, DB_DIRECT_PORT), past any pooler, for what
  * needs a session of its own. `logger`: where knex's messages go (without it, the console).
  */

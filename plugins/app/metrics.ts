@@ -38,7 +38,7 @@ const NO_ROUTE = 'no route'
 
 /**
  * Prometheus metrics (docs/deployment.md, "Metrics"): requests by method, route template and
- * status; the database pools, the caller cache, the password hashing, rate-limit rejections,
+ * status; the database pool, the caller cache, the password hashing, rate-limit rejections,
  * idempotent replays; and prom-client's process metrics. Served on a listener of its own
  * (METRICS_HOST, METRICS_PORT), never on the API's port. METRICS_PORT=off: no hooks, no
  * process metrics, no listener. Under WORKERS, the primary serves the workers' metrics summed

@@ -26,12 +26,18 @@ declare module 'fastify' {
  */
 export default fp(async (fastify) => {
   const config = knexConfig(fastify.config, { logger: fastify.log })
-  // Waiting for a free connection is bounded by DB_ACQUIRE_TIMEOUT (pg marks no other wait).
+  const { dbAcquire, dbConnect } = fastify.config.timeouts
+  const Client = throughPooler(fastify.config) ? PooledClient : ServiceClient
+  // pg's pool bounds a request's wait for a connection (a free one, or a new one opened) by its
+  // connectionTimeoutMillis, DB_ACQUIRE_TIMEOUT, and hands its options on to the connections it
+  // opens: theirs is DB_CONNECT_TIMEOUT again.
   const pool = new ServicePool({
     ...config.connection as pg.ClientConfig,
     max: fastify.config.dbPoolMax,
-    connectionTimeoutMillis: fastify.config.timeouts.dbAcquire,
-    Client: throughPooler(fastify.config) ? PooledClient : ServiceClient
+    connectionTimeoutMillis: dbAcquire,
+    Client: class extends Client {
+      constructor (options?: pg.ClientConfig) { super({ ...options, connectionTimeoutMillis: dbConnect }) }
+    }
   })
   // An idle connection that the server closes is dropped from the pool; without a listener it would end the process.
   pool.on('error', error => fastify.log.warn({ err: error }, 'idle database connection lost'))

@@ -93,6 +93,22 @@ t.test('database frozen: 503 with Retry-After within the handler timeout; thawed
   t.ok(await within(5_000, async () => (await app.inject({ url: '/students/1' })).statusCode === 200), 'serving again within 5 s')
 })
 
+t.test('a new connection that does not open in DB_CONNECT_TIMEOUT answers 503 then, long before DB_ACQUIRE_TIMEOUT', async t => {
+  const proxy = await databaseProxy(t, await createDatabase(t))
+  const config = testConfig(proxy.db, { dbPoolMax: 8 })
+  const app = await buildApp(t, { ...config, timeouts: { ...config.timeouts, dbConnect: 300, dbAcquire: 5_000, handler: 8_000 } })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+
+  // Frozen, the idle connections hang their requests; the pool opens new ones for the rest,
+  // whose connects the proxy never answers.
+  proxy.freeze()
+  const idle = app.pgPool.idleCount
+  const answers = await Promise.all(Array.from({ length: idle + 3 }, () => timed(app.inject({ url: '/students/1' }))))
+  proxy.thaw()
+  const early = answers.filter(([res, ms]) => res.statusCode === 503 && ms < 2_500)
+  t.ok(early.length >= 3, `${early.length} of ${answers.length} answered 503 in ${early.map(([, ms]) => ms).join(', ')} ms`)
+})
+
 t.test('connections killed mid-load: only requests in flight fail, with 503, and no write is half done', async t => {
   const app = await build(t)
   const admin = await userWithRoles(app, ['Admin'])

@@ -5,7 +5,7 @@ import { bearer, client, insertClient, roleWithPermissions, userWithRoles } from
 const POOL = 2
 const CONCURRENT = 20
 
-t.test(`${CONCURRENT} concurrent writes of each kind on pools of ${POOL}: no 503, every write done`, async t => {
+t.test(`${CONCURRENT} concurrent writes of each kind on a pool of ${POOL}: no 503, every write done`, async t => {
   // A generous DB_ACQUIRE_TIMEOUT: the waits on a busy machine are long, while a write that
   // held one connection and waited for a second would still wait it out, and answer 503.
   const app = await build(t, config => { config.dbPoolMax = POOL; config.timeouts.dbAcquire = 30_000 })

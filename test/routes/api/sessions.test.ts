@@ -249,6 +249,21 @@ t.test('a user has at most SESSIONS_PER_USER live sessions: a login past it ends
   t.equal((await app.knex('sessions').where('id', oldest.id).first('end_reason')).end_reason, 'superseded')
 })
 
+t.test('a login at the cap reads the user\'s sessions once, not once for each of them', async t => {
+  const app = await build(t)
+  const { id } = await userWithRoles(app, ['User'])
+  await app.knex('sessions').insert(Array.from({ length: SESSIONS_PER_USER }, (_, i) => ({ user_id: id, expires_at: app.knex.raw('now() + interval \'1 day\''), user_agent: `old ${i}` })))
+  const { password } = await app.knex('users').where({ id }).first('password')
+  // The session rows this transaction fetched through an index, as PostgreSQL counts them.
+  await app.knex.transaction(async trx => {
+    const started = await app.sessionsRepository.start(trx, id, password, { userAgent: 'newest', ip: '127.0.0.1' })
+    t.ok(started!.superseded.length > 0, 'the oldest ended')
+    const { rows: [read] } = await trx.raw("select idx_tup_fetch::int as n from pg_stat_xact_user_tables where relname = 'sessions'")
+    // A few passes over the user's live sessions; once for each of them is SESSIONS_PER_USER².
+    t.ok(read.n <= 5 * SESSIONS_PER_USER, `${read.n} session rows read for ${SESSIONS_PER_USER} live sessions`)
+  })
+})
+
 // 15, not more: through `npm run test:pgbouncer`'s 20 server connections a database, the
 // holder's transaction, each login's and the query that counts the waiters must all fit at once.
 const LOGINS = 15

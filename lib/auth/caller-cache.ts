@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { FifoMap } from 'toad-cache'
 import { afterCommit } from '../db/after-commit.js'
 
 /** What one token's check found in the database: whose it is and what they may do. */
@@ -17,10 +18,11 @@ export interface CachedCaller {
  * The callers of recently checked tokens, by jti, so that a token's next request needs no
  * database round trip. It holds only while told of every change: the `auth_changed`
  * notifications of the database (from any instance) and, at once, this instance's own writes.
- * Disabled, it answers nothing and keeps nothing.
+ * Disabled, it answers nothing and keeps nothing. The oldest entry goes first
+ * (toad-cache's FifoMap: docs/performance.md, "First in, first out").
  */
 export class CallerCache {
-  readonly #entries = new Map<string, CachedCaller>()
+  readonly #entries: FifoMap<CachedCaller>
   readonly #capacity: number
   #version = 0
   #enabled = false
@@ -29,6 +31,7 @@ export class CallerCache {
 
   constructor (capacity: number) {
     this.#capacity = capacity
+    this.#entries = new FifoMap(capacity)
   }
 
   /** Moves on with every change; read it before a lookup and hand it to `set`. */
@@ -62,8 +65,8 @@ export class CallerCache {
 
   /** Keeps what a lookup found, unless something changed since `version` was read. */
   set (jti: string, caller: CachedCaller, version: number): void {
+    // FifoMap's 0 means no limit; here it means none kept.
     if (!this.#enabled || version !== this.#version || this.#capacity === 0) return
-    if (this.#entries.size >= this.#capacity) this.#entries.delete(this.#entries.keys().next().value!)
     this.#entries.set(jti, caller)
   }
 
@@ -84,6 +87,12 @@ export class CallerCache {
     this.#entries.clear()
   }
 
+  #forgetWhere (matches: (caller: CachedCaller) => boolean): void {
+    for (const [jti, entry] of this.#entries.items) {
+      if (matches(entry.value)) this.#entries.delete(jti)
+    }
+  }
+
   forgetToken (jti: string): void {
     this.#version++
     this.#entries.delete(jti)
@@ -91,23 +100,17 @@ export class CallerCache {
 
   forgetUser (userId: number): void {
     this.#version++
-    for (const [jti, caller] of this.#entries) {
-      if (caller.userId === userId) this.#entries.delete(jti)
-    }
+    this.#forgetWhere(caller => caller.userId === userId)
   }
 
   forgetSession (sessionId: number): void {
     this.#version++
-    for (const [jti, caller] of this.#entries) {
-      if (caller.sessionId === sessionId) this.#entries.delete(jti)
-    }
+    this.#forgetWhere(caller => caller.sessionId === sessionId)
   }
 
   forgetKey (keyId: number): void {
     this.#version++
-    for (const [jti, caller] of this.#entries) {
-      if (caller.keyId === keyId) this.#entries.delete(jti)
-    }
+    this.#forgetWhere(caller => caller.keyId === keyId)
   }
 
   /** Applies an `auth_changed` notification: `token:<jti>`, `user:<id>`, `session:<id>`, `key:<id>`, or anything else for all. */

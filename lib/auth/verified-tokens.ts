@@ -1,16 +1,21 @@
+import { FifoMap } from 'toad-cache'
+
 /**
  * Tokens whose signature and claims were verified, with their claims, until they expire: a
  * token's later requests skip the HMAC and the decoding (docs/performance.md). Keyed by the
  * token's text, so a hit is the very token verified before. fast-jwt's own cache could not
  * serve: keyed by a SHA-256 of the token it saved nothing, keyed by the token it warns.
+ * toad-cache's FifoMap, not a Map evicting its first key: under a flood of new tokens that
+ * eviction walks the deleted entries a Map keeps until it rehashes (docs/performance.md).
  */
 export class VerifiedTokens<Claims extends { exp: number }> {
-  readonly #entries = new Map<string, Claims>()
+  readonly #entries: FifoMap<Claims>
   readonly #capacity: number
 
   /** `capacity` tokens at the most, the oldest forgotten first; 0 keeps none. */
   constructor (capacity: number) {
     this.#capacity = capacity
+    this.#entries = new FifoMap(capacity)
   }
 
   /** The claims of `token`: remembered while unexpired, else from `verify`, which throws on a bad token. */
@@ -19,10 +24,8 @@ export class VerifiedTokens<Claims extends { exp: number }> {
     if (known !== undefined && known.exp * 1000 > now) return known
     this.#entries.delete(token)
     const claims = verify(token)
-    if (this.#capacity > 0) {
-      if (this.#entries.size >= this.#capacity) this.#entries.delete(this.#entries.keys().next().value!)
-      this.#entries.set(token, claims)
-    }
+    // FifoMap's 0 means no limit; here it means none kept.
+    if (this.#capacity > 0) this.#entries.set(token, claims)
     return claims
   }
 }

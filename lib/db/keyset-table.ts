@@ -1,6 +1,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox'
 import type { Knex } from 'knex'
 import type pg from 'pg'
+import { FifoMap } from 'toad-cache'
 import type { ListFields, ListRequest } from '../http/list-query.js'
 import { MAX_ID } from '../http/limits.js'
 import { jsonRows, type JsonRow } from './json-row-writer.js'
@@ -80,8 +81,9 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   // The list without filters, whose size says whether an estimated count is counted instead.
   const whole = rows(knex).select(knex.raw('1')).toSQL().toNative()
   const wholeList = { sql: whole.sql, values: whole.bindings as unknown[] }
-  // The planner's estimates, by filters: they move only as the table's statistics do.
-  const estimates = new Map<string, { rows: number, until: number }>()
+  // The planner's estimates, by filters: they move only as the table's statistics do. Kept
+  // ESTIMATE_TTL, the oldest forgotten first past ESTIMATES_KEPT.
+  const estimates = new FifoMap<number>(ESTIMATES_KEPT, ESTIMATE_TTL)
   // Every list query selects the same columns: one row writer serves them all.
   let toRow: ((values: (string | null)[]) => JsonRow) | undefined
   let columnIndex: Map<string, number> | undefined
@@ -112,13 +114,11 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   async function plannerEstimate (sql: string, values: unknown[]): Promise<number> {
     const key = JSON.stringify([sql, values])
     const known = estimates.get(key)
-    if (known && known.until > Date.now()) return known.rows
+    if (known !== undefined) return known
     const result = await pool.query({ text: `explain (format json) ${sql}`, values })
     const [plan] = result.rows[0]['QUERY PLAN'] as [{ Plan: { 'Plan Rows': number } }]
     const estimate = Math.round(plan.Plan['Plan Rows'])
-    // The oldest goes first: a Map keeps the order keys came in.
-    if (estimates.size >= ESTIMATES_KEPT) estimates.delete(estimates.keys().next().value!)
-    estimates.set(key, { rows: estimate, until: Date.now() + ESTIMATE_TTL })
+    estimates.set(key, estimate)
     return estimate
   }
 

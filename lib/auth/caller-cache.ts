@@ -19,7 +19,7 @@ export interface CachedCaller {
  * database round trip. It holds only while told of every change: the `auth_changed`
  * notifications of the database (from any instance) and, at once, this instance's own writes.
  * Disabled, it answers nothing and keeps nothing. The oldest entry goes first
- * (toad-cache's FifoMap: docs/performance.md, "First in, first out").
+ * (toad-cache's FifoMap: docs/performance.md, "Libraries").
  */
 export class CallerCache {
   readonly #entries: FifoMap<CachedCaller>

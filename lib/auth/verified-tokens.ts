@@ -6,7 +6,8 @@ import { FifoMap } from 'toad-cache'
  * token's text, so a hit is the very token verified before. fast-jwt's own cache could not
  * serve: keyed by a SHA-256 of the token it saved nothing, keyed by the token it warns.
  * toad-cache's FifoMap, not a Map evicting its first key: under a flood of new tokens that
- * eviction walks the deleted entries a Map keeps until it rehashes (docs/performance.md).
+ * eviction walks the deleted entries a Map keeps until it rehashes (docs/performance.md,
+ * "Libraries").
  */
 export class VerifiedTokens<Claims extends { exp: number }> {
   readonly #entries: FifoMap<Claims>

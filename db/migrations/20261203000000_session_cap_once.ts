@@ -6,7 +6,8 @@ import { up as startSessionUp } from './20261202000000_start_session.js'
  * session. Written `s.id in (select … offset p_keep)`, the planner may run the subquery for
  * each of the user's live sessions (a nested-loop semi join, on estimates of one row): at the
  * cap, 100 × 100 index entries, about 3 ms of PostgreSQL's CPU a login, more than all the rest
- * of it. `= any(array(…))` is an InitPlan: run once. Otherwise the function is as before.
+ * of it. `= any(array(…))` is an InitPlan: run once. Otherwise the function is as before,
+ * written whole: a migration keeps what it applied, not a reference to code that may change.
  */
 export async function up (knex: Knex): Promise<void> {
   await knex.raw(`

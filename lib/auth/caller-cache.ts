@@ -19,7 +19,9 @@ export interface CachedCaller {
  * database round trip. It holds only while told of every change: the `auth_changed`
  * notifications of the database (from any instance) and, at once, this instance's own writes.
  * Disabled, it answers nothing and keeps nothing. The oldest entry goes first
- * (toad-cache's FifoMap: docs/performance.md, "Libraries").
+ * (toad-cache's FifoMap: docs/performance.md, "Libraries"); forgetting a user's, a session's
+ * or a key's walks its `items`, which the typings show but the README does not, so package.json
+ * holds toad-cache to 3.7.x.
  */
 export class CallerCache {
   readonly #entries: FifoMap<CachedCaller>

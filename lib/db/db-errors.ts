@@ -68,3 +68,17 @@ const BUSY_CODES = new Set(['57014', '55P03', '40001', '40P01', '25P03'])
 export function databaseBusy (error: unknown): boolean {
   return BUSY_CODES.has((error as { code?: string }).code!)
 }
+
+// PostgreSQL's codes of errors after which the server closes the session: terminated, crashed,
+// shutting down, and idle too long in a transaction or out of one.
+const SESSION_ENDING_CODES = new Set(['57P01', '57P02', '57P03', '57P05', '25P03'])
+
+/**
+ * Whether the error ended the database session: the server closes the connection right after
+ * it, but pg hears of the close only later, and until then takes the connection for live. By
+ * code, or by severity (FATAL, PANIC) for one without a code of those.
+ */
+export function endsSession (error: unknown): boolean {
+  const { code, severity } = error as { code?: string, severity?: string }
+  return SESSION_ENDING_CODES.has(code!) || severity === 'FATAL' || severity === 'PANIC'
+}

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import type pg from 'pg'
+import { endsSession } from './db-errors.js'
 import { Statement, type RowMaker, type Scalar, type StatementResult } from './statement-query.js'
 
 /**
@@ -95,12 +96,6 @@ export async function insert<Row, Args extends Scalar[]> (insertion: Insertion<R
     throw insertion.failure(error)
   }
 }
-
-/**
- * A FATAL error (the backend terminated, the server shutting down) ends the session: the server
- * closes the connection right after it, but pg hears of the close only later.
- */
-const endsSession = (error: unknown) => (error as { severity?: string }).severity === 'FATAL'
 
 /** Runs a statement on a connection of the pool. */
 export async function runOnPool<Row> (pool: pg.Pool, statement: Statement<Row>, values: Scalar[]): Promise<StatementResult<Row>> {

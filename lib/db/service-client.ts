@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module'
 import type { Knex } from 'knex'
 import pg from 'pg'
-import { markConnectionFailure } from './db-errors.js'
+import { endsSession, markConnectionFailure } from './db-errors.js'
 
 type ConnectCallback = ((error: Error) => void) | ((error: null, client: pg.Client) => void)
 
@@ -20,14 +20,14 @@ export class ServiceClient extends pg.Client {
       this.#lost = true
       markConnectionFailure(error)
     })
-    // A FATAL error (the backend terminated, an idle-in-transaction timeout) fails the query
-    // under way before pg hears that the server closed the socket: knex would hand the
-    // connection back as live, and the pool lend it to the next query. Marked so, knex's
-    // release has the pool destroy it (knex's own mark, which it reads on a pool it is given;
-    // the prepared queries release such a connection with its error: lib/db/prepared-query.ts).
-    // pg's connection emits each error message of the server as `errorMessage`.
-    this.connection.on('errorMessage', (message: { severity?: string }) => {
-      if (message.severity === 'FATAL') (this as { __knex__disposed?: unknown }).__knex__disposed = message
+    // An error that ends the session (a backend terminated under a running query) fails the
+    // query before pg hears that the server closed the socket: knex would hand the connection
+    // back as live, and the pool lend it to the next query. Marked so, knex's release has the
+    // pool destroy it (knex's own mark, which it reads on a pool it is given; the prepared
+    // queries release such a connection with its error: lib/db/prepared-query.ts). pg's
+    // connection emits each error message of the server as `errorMessage`, before the query hears of it.
+    this.connection.on('errorMessage', (message: unknown) => {
+      if (endsSession(message)) (this as { __knex__disposed?: unknown }).__knex__disposed = message
     })
   }
 

@@ -11,8 +11,8 @@ interface Series {
 /**
  * A Prometheus histogram of request durations by method, route template and status, kept for
  * the hot path: prom-client's Histogram validates and hashes its labels on every observation,
- * four times the CPU of finding a series here by one string key (docs/performance.md,
- * "Libraries").
+ * four times the CPU of an observation here, which finds its series by one string key
+ * (docs/performance.md, "Libraries").
  * It answers prom-client's registry as its own metrics do (`get()`, the same names and labels,
  * `_bucket`, `_sum` and `_count`), so that the registry writes it and, under WORKERS,
  * prom-client's AggregatorRegistry sums it with the others.

@@ -77,9 +77,10 @@ function sessionStatements (database: Database) {
       database, 'sessions.count-refresh',
       (windowSeconds, ipKey, hash) => countAttempt(knex, windowSeconds, ipKey,
         knex.raw('(select \'refresh:session:\' || session_id from refresh_tokens where hash = decode(?, \'hex\'))', [hash]))),
-    // db/migrations/20261202000000_start_session.ts: the user locked, the session, its first
-    // refresh token, the oldest past the cap ended. The columns are what audit entries riding
-    // in the statement name (the routes' login).
+    // db/migrations/20261202000000_start_session.ts, as 20261203000000_session_cap_once.ts
+    // rewrote it: the user locked, the session, its first refresh token, the oldest past the
+    // cap ended. The columns are what audit entries riding in the statement name (the routes'
+    // login).
     start: prepare<[userId: number, passwordHash: string, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, keep: number], StartRow>(
       database, 'sessions.start', (userId, passwordHash, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep) => knex.raw(`
         select s.id::float8 as id, s.user_id, floor(extract(epoch from s.expires_at))::float8 as expires_at,

@@ -2,7 +2,7 @@ import { once } from 'node:events'
 import { readFile } from 'node:fs/promises'
 import pg from 'pg'
 import t from 'tap'
-import { databaseBusy, databaseUnavailable } from '../../../lib/db/db-errors.js'
+import { databaseBusy, databaseUnavailable, endsSession } from '../../../lib/db/db-errors.js'
 import { ServiceClient, ServicePool } from '../../../lib/db/service-client.js'
 import { Statement } from '../../../lib/db/statement-query.js'
 import { createDatabase } from '../../helper.js'
@@ -20,6 +20,9 @@ t.test('errors are told by their code and class, not their text', async t => {
   }
   for (const code of ['57014', '55P03', '40001', '40P01', '25P03']) t.ok(databaseBusy(Object.assign(new Error('x'), { code })), `busy: ${code}`)
   t.notOk(databaseBusy(new Error('canceling statement due to statement timeout')), 'not by its text')
+  for (const code of ['57P01', '57P02', '57P03', '57P05', '25P03']) t.ok(endsSession(Object.assign(new Error('x'), { code, severity: 'FATAL' })), `ends the session: ${code}`)
+  for (const severity of ['FATAL', 'PANIC']) t.ok(endsSession(Object.assign(new Error('x'), { code: 'XX000', severity })), `ends the session: any ${severity}`)
+  t.notOk(endsSession(Object.assign(new Error('x'), { code: '57014', severity: 'ERROR' })), 'a statement timeout does not')
 })
 
 t.test('a client whose connection is lost: its error and every later query\'s, in each of pg\'s forms, are the database\'s', async t => {

@@ -19,6 +19,8 @@ export interface Figures {
   peakRssMb: number
   /** The server's CPU time (its workers' too) per request answered, in µs: steadier than req/s on a shared machine. */
   cpuMicros: number
+  /** PostgreSQL's CPU time per request answered, in µs: every process of its server, which only the loaded target uses meanwhile; 0 when the server is not on this machine. */
+  dbCpuMicros: number
 }
 
 /** A scenario's figures for one target: medians of its runs, and the requests a second of each run, round by round. */
@@ -46,17 +48,39 @@ const rssMb = (pid: number) => processTree(pid, async pid => {
   return kb ? Number(kb) / 1024 : 0
 })
 
+/** A process's fields in /proc/<pid>/stat after its name, from the state on (none if it is gone). */
+async function statFields (pid: number): Promise<string[] | undefined> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
+  return stat ? stat.slice(stat.lastIndexOf(')') + 2).split(' ') : undefined
+}
+
 /** CPU time used so far (user and system), in clock ticks of 10 ms. */
 const cpuTicks = (pid: number) => processTree(pid, async pid => {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '')
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
-  return stat ? Number(fields[11]) + Number(fields[12]) : 0
+  const fields = await statFields(pid)
+  return fields ? Number(fields[11]) + Number(fields[12]) : 0
 })
 
+/**
+ * The CPU time of a PostgreSQL server so far: its postmaster's processes, and those of its
+ * children that have exited (the postmaster waits for each, which adds it to its own count).
+ */
+async function databaseTicks (postmaster: number | undefined): Promise<number> {
+  if (postmaster === undefined) return 0
+  const fields = await statFields(postmaster)
+  return fields ? await cpuTicks(postmaster) + Number(fields[13]) + Number(fields[14]) : 0
+}
+
+/** The postmaster of the backend `backendPid`, when the server runs on this machine. */
+export async function postmasterOf (backendPid: number): Promise<number | undefined> {
+  const fields = await statFields(backendPid)
+  return fields ? Number(fields[1]) : undefined
+}
+
 /** One autocannon run: `connections` keep-alive connections for `seconds`, each request from `next()`. */
-export async function load (url: string, next: () => Request, seconds: number, connections: number, pid: number): Promise<Figures> {
+export async function load (url: string, next: () => Request, seconds: number, connections: number, pid: number, postmaster?: number): Promise<Figures> {
   let peak = await rssMb(pid)
   const ticksBefore = await cpuTicks(pid)
+  const databaseTicksBefore = await databaseTicks(postmaster)
   const sampler = setInterval(() => { rssMb(pid).then(mb => { peak = Math.max(peak, mb) }, () => {}) }, 100)
   const watched = next().onResponse !== undefined
   try {
@@ -79,6 +103,7 @@ export async function load (url: string, next: () => Request, seconds: number, c
       }]
     })
     const ticks = await cpuTicks(pid) - ticksBefore
+    const ofDatabase = await databaseTicks(postmaster) - databaseTicksBefore
     return {
       requestsPerSecond: result.requests.average,
       p50: result.latency.p50,
@@ -86,7 +111,8 @@ export async function load (url: string, next: () => Request, seconds: number, c
       errors: result.errors + result.timeouts,
       non2xx: result.non2xx,
       peakRssMb: peak,
-      cpuMicros: ticks * 10_000 / Math.max(1, result.requests.total)
+      cpuMicros: ticks * 10_000 / Math.max(1, result.requests.total),
+      dbCpuMicros: ofDatabase * 10_000 / Math.max(1, result.requests.total)
     }
   } finally {
     clearInterval(sampler)
@@ -115,10 +141,10 @@ export const pairedRatio = (a: number[], b: number[]) => median(a.map((rate, i) 
 export async function measure (
   targets: Target[],
   next: () => Request,
-  opts: { seconds: number, warmup: number, repeat: number, connections: number },
+  opts: { seconds: number, warmup: number, repeat: number, connections: number, postmaster?: number | undefined },
   afterRound: () => Promise<void> = async () => {}
 ): Promise<Measured[]> {
-  const run = (target: Target, seconds: number) => load(target.url, target.next ?? next, seconds, opts.connections, target.pid)
+  const run = (target: Target, seconds: number) => load(target.url, target.next ?? next, seconds, opts.connections, target.pid, opts.postmaster)
   if (opts.warmup > 0) for (const target of targets) await run(target, opts.warmup)
   const runs: Figures[][] = targets.map(() => [])
   for (let i = 0; i < opts.repeat; i++) {
@@ -133,6 +159,7 @@ export async function measure (
     non2xx: figures.reduce((sum, r) => sum + r.non2xx, 0),
     peakRssMb: Math.max(...figures.map(r => r.peakRssMb)),
     cpuMicros: median(figures.map(r => r.cpuMicros)),
+    dbCpuMicros: median(figures.map(r => r.dbCpuMicros)),
     rounds: figures.map(r => r.requestsPerSecond)
   }))
 }

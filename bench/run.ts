@@ -14,7 +14,7 @@ import pg from 'pg'
 import { barChart } from './chart.js'
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../test/setup/pgbouncer.js'
 import { benchDatabase, freePort, start, stop, type Server } from './harness.js'
-import { measure, median, pairedRatio, type Measured, type Request } from './load.js'
+import { measure, median, pairedRatio, postmasterOf, type Measured, type Request } from './load.js'
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3)
@@ -229,7 +229,10 @@ try {
     argon2Rounds.push(rates)
   }
 
-  const opts = { seconds: SECONDS, warmup: WARMUP, repeat: REPEAT, connections: CONNECTIONS }
+  // PostgreSQL's own CPU a request, when it runs on this machine: the seeding connection's
+  // backend names its postmaster.
+  const postmaster = await postmasterOf((await db.query('select pg_backend_pid() as pid')).rows[0].pid)
+  const opts = { seconds: SECONDS, warmup: WARMUP, repeat: REPEAT, connections: CONNECTIONS, postmaster }
   const endpoint = (target: Target) => 'server' in target
     ? { url: target.server.url, pid: target.server.process.pid!, next: target.next }
     : { url: target.url, pid: target.process.pid! }
@@ -310,9 +313,9 @@ try {
   // rounds, the median of the rounds' ratios.
   const find = (scenario: string, target: string) => results.find(r => r.scenario === scenario && r.target === target)?.figures
   const ratio = (a: Measured, b: Measured | undefined) => b ? pairedRatio(a.rounds, b.rounds).toFixed(2) : ''
-  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'peak RSS MB', 'CPU µs/req', '× ceiling', '× postgres.js', '× peer']
+  const header = ['scenario', 'target', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'peak RSS MB', 'CPU µs/req', 'DB CPU µs/req', '× ceiling', '× postgres.js', '× peer']
   const table = results.map(({ scenario, target, figures: f }) => [
-    scenario, target, Math.round(f.requestsPerSecond), f.p50, f.p99, f.errors, f.non2xx, f.peakRssMb.toFixed(0), f.cpuMicros.toFixed(0),
+    scenario, target, Math.round(f.requestsPerSecond), f.p50, f.p99, f.errors, f.non2xx, f.peakRssMb.toFixed(0), f.cpuMicros.toFixed(0), f.dbCpuMicros > 0 ? f.dbCpuMicros.toFixed(0) : '',
     ratio(f, find(scenario, 'ceiling')),
     ratio(f, find(scenario, POSTGRES_JS)),
     ratio(f, find(scenario, 'peer'))

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex'
-import { FifoMap } from 'toad-cache'
+import { BoundedFifo } from './bounded-fifo.js'
 import { afterCommit } from '../db/after-commit.js'
 
 /** What one token's check found in the database: whose it is and what they may do. */
@@ -24,16 +24,14 @@ export interface CachedCaller {
  * holds toad-cache to 3.7.x.
  */
 export class CallerCache {
-  readonly #entries: FifoMap<CachedCaller>
-  readonly #capacity: number
+  readonly #entries: BoundedFifo<CachedCaller>
   #version = 0
   #enabled = false
   #hits = 0
   #misses = 0
 
   constructor (capacity: number) {
-    this.#capacity = capacity
-    this.#entries = new FifoMap(capacity)
+    this.#entries = new BoundedFifo(capacity)
   }
 
   /** Moves on with every change; read it before a lookup and hand it to `set`. */
@@ -67,8 +65,7 @@ export class CallerCache {
 
   /** Keeps what a lookup found, unless something changed since `version` was read. */
   set (jti: string, caller: CachedCaller, version: number): void {
-    // FifoMap's 0 means no limit; here it means none kept.
-    if (!this.#enabled || version !== this.#version || this.#capacity === 0) return
+    if (!this.#enabled || version !== this.#version) return
     this.#entries.set(jti, caller)
   }
 

@@ -1,4 +1,4 @@
-import { FifoMap } from 'toad-cache'
+import { BoundedFifo } from './bounded-fifo.js'
 
 /** How often a last use is written, at most. */
 const WRITE_EVERY_MS = 60_000
@@ -11,24 +11,23 @@ const WRITE_EVERY_MS = 60_000
  */
 export class LastUse {
   // When each id's last use was last written by this instance, the oldest first.
-  readonly #lastWritten: FifoMap<number>
+  readonly #lastWritten: BoundedFifo<number>
 
   constructor (
-    private readonly capacity: number,
+    capacity: number,
     /** The UPDATE, which should itself skip a row written less than a minute ago. */
     private readonly write: (id: number) => Promise<unknown>
   ) {
-    this.#lastWritten = new FifoMap(capacity)
+    this.#lastWritten = new BoundedFifo(capacity)
   }
 
   /** Notes a use now: the write's promise if one is due (its failure is for the caller to log). */
   note (id: number, now = Date.now()): Promise<void> | undefined {
     const last = this.#lastWritten.get(id)
     if (last !== undefined && now - last < WRITE_EVERY_MS) return undefined
-    // Deleted first, so that it goes to the back of the queue; FifoMap's 0 means no limit,
-    // here it means none remembered.
+    // Deleted first, so that it goes to the back of the queue.
     this.#lastWritten.delete(id)
-    if (this.capacity > 0) this.#lastWritten.set(id, now)
+    this.#lastWritten.set(id, now)
     return this.write(id).then(() => undefined)
   }
 }

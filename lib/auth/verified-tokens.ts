@@ -1,4 +1,4 @@
-import { FifoMap } from 'toad-cache'
+import { BoundedFifo } from './bounded-fifo.js'
 
 /**
  * Tokens whose signature and claims were verified, with their claims, until they expire: a
@@ -10,13 +10,11 @@ import { FifoMap } from 'toad-cache'
  * "Libraries").
  */
 export class VerifiedTokens<Claims extends { exp: number }> {
-  readonly #entries: FifoMap<Claims>
-  readonly #capacity: number
+  readonly #entries: BoundedFifo<Claims>
 
   /** `capacity` tokens at the most, the oldest forgotten first; 0 keeps none. */
   constructor (capacity: number) {
-    this.#capacity = capacity
-    this.#entries = new FifoMap(capacity)
+    this.#entries = new BoundedFifo(capacity)
   }
 
   /** The claims of `token`: remembered while unexpired, else from `verify`, which throws on a bad token. */
@@ -25,8 +23,7 @@ export class VerifiedTokens<Claims extends { exp: number }> {
     if (known !== undefined && known.exp * 1000 > now) return known
     this.#entries.delete(token)
     const claims = verify(token)
-    // FifoMap's 0 means no limit; here it means none kept.
-    if (this.#capacity > 0) this.#entries.set(token, claims)
+    this.#entries.set(token, claims)
     return claims
   }
 }

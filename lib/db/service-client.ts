@@ -25,7 +25,8 @@ export class ServiceClient extends pg.Client {
     // back as live, and the pool lend it to the next query. Marked so, knex's release has the
     // pool destroy it (knex's own mark, which it reads on a pool it is given; the prepared
     // queries release such a connection with its error: lib/db/prepared-query.ts). pg's
-    // connection emits each error message of the server as `errorMessage`, before the query hears of it.
+    // connection emits each error message of the server as `errorMessage`, before the query
+    // hears of it.
     this.connection.on('errorMessage', (message: unknown) => {
       if (endsSession(message)) (this as { __knex__disposed?: unknown }).__knex__disposed = message
     })

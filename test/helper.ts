@@ -69,6 +69,18 @@ export async function createDatabase (t: Test, { migrated = false }: { migrated?
 }
 
 /**
+ * A pg pool on a test's database. pool.end() resolves while its idle connections are still
+ * closing, and the teardown's DROP DATABASE … WITH (FORCE) may end one first: the pool emits
+ * that as an error, which, unheard, would end the test process (the service's pool has a
+ * listener too, plugins/external/knex.ts).
+ */
+export function testPool (config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config)
+  pool.on('error', () => {})
+  return pool
+}
+
+/**
  * What a test changes of the configuration: a function that changes a copy in place
  * (`config => { config.auth.rateLimit.perIp = 5 }`), or top-level settings to replace.
  */

@@ -2,12 +2,11 @@ import t, { type Test } from 'tap'
 import fc from 'fast-check'
 import Fastify from 'fastify'
 import knex from 'knex'
-import pg from 'pg'
 import { Type, type TObject, type TSchema } from '@sinclair/typebox'
 import { jsonRows } from '../../../lib/db/json-row-writer.js'
 import { SESSION_OPTIONS } from '../../../lib/db/pg-types.js'
 import { prepare } from '../../../lib/db/prepared-query.js'
-import { createDatabase } from '../../helper.js'
+import { createDatabase, testPool } from '../../helper.js'
 
 const Thing = Type.Object({
   id: Type.Integer(),
@@ -20,7 +19,7 @@ const Thing = Type.Object({
 
 async function setUp (t: Test) {
   const connection = { ...await createDatabase(t), options: SESSION_OPTIONS }
-  const db = { knex: knex({ client: 'pg', connection, pool: { min: 0, max: 1 } }), pool: new pg.Pool({ ...connection, max: 1 }) }
+  const db = { knex: knex({ client: 'pg', connection, pool: { min: 0, max: 1 } }), pool: testPool({ ...connection, max: 1 }) }
   t.teardown(async () => { await Promise.all([db.knex.destroy(), db.pool.end()]) })
   await db.knex.schema.createTable('things', table => {
     table.increments('id')

@@ -5,18 +5,14 @@ import knex from 'knex'
 import pg from 'pg'
 import { prepare, runOnPool, type Database } from '../../../lib/db/prepared-query.js'
 import { Statement } from '../../../lib/db/statement-query.js'
-import { createDatabase } from '../../helper.js'
+import { createDatabase, testPool } from '../../helper.js'
 
 const require = createRequire(import.meta.url)
 
 /** knex and a pg pool on a fresh database, with a table of items. */
 async function database (t: Test): Promise<Database> {
   const connection = await createDatabase(t)
-  const db = { knex: knex({ client: 'pg', connection, pool: { min: 0, max: 2 } }), pool: new pg.Pool({ ...connection, max: 1 }) }
-  // pool.end() resolves while its idle connection is still closing, and the teardown's DROP
-  // DATABASE … WITH (FORCE) may end that connection first: the pool emits it as an error,
-  // which, unheard, would end the test process (the service's pool has a listener too).
-  db.pool.on('error', () => {})
+  const db = { knex: knex({ client: 'pg', connection, pool: { min: 0, max: 2 } }), pool: testPool({ ...connection, max: 1 }) }
   t.teardown(async () => { await Promise.all([db.knex.destroy(), db.pool.end()]) })
   await db.knex.schema.createTable('items', table => {
     table.increments('id')

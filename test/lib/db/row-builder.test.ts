@@ -1,14 +1,13 @@
 import t from 'tap'
 import knex from 'knex'
-import pg from 'pg'
 import { prepare } from '../../../lib/db/prepared-query.js'
 import { SESSION_OPTIONS, types } from '../../../lib/db/pg-types.js'
-import { createDatabase } from '../../helper.js'
+import { createDatabase, testPool } from '../../helper.js'
 
 t.test('rows of a prepared query equal those pg makes with the service\'s type parsers', async t => {
   const connection = { ...await createDatabase(t), options: SESSION_OPTIONS }
-  const db = { knex: knex({ client: 'pg', connection, pool: { min: 0, max: 1 } }), pool: new pg.Pool({ ...connection, max: 1 }) }
-  const reference = new pg.Pool({ ...connection, max: 1, types })
+  const db = { knex: knex({ client: 'pg', connection, pool: { min: 0, max: 1 } }), pool: testPool({ ...connection, max: 1 }) }
+  const reference = testPool({ ...connection, max: 1, types })
   t.teardown(async () => { await Promise.all([db.knex.destroy(), db.pool.end(), reference.end()]) })
   await db.knex.schema.createTable('things', table => {
     table.increments('id')

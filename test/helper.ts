@@ -9,6 +9,7 @@ import AutoLoad from '@fastify/autoload'
 import app, { routesFolder, serverOptions } from '../app.js'
 import { loadConfig, type Config, type DatabaseConfig } from '../lib/process/config.js'
 import { withJwtSecret } from '../lib/process/jwt-secret.js'
+import type { Argon2Options } from '../lib/auth/argon2-options.js'
 import { conformToOpenApi } from './openapi-conformance.js'
 import { migratedTemplate } from './setup/migrated-template.js'
 import { testEmbeddedPostgres } from './setup/test-database-server.js'
@@ -84,6 +85,14 @@ export function testPool (config: pg.PoolConfig): pg.Pool {
  * What a test changes of the configuration: a function that changes a copy in place
  * (`config => { config.auth.rateLimit.perIp = 5 }`), or top-level settings to replace.
  */
+/**
+ * The cheapest argon2id hashes: most tests log in and register by the dozen, and at the service's
+ * cost (ARGON2_OPTIONS) hashing was most of their CPU. A test of what the cost itself does (a
+ * stored hash's parameters, a flood of logins queued for the hashing threads) asks for
+ * ARGON2_OPTIONS.
+ */
+export const TEST_HASHING: Argon2Options = { algorithm: 2, memoryCost: 64, timeCost: 1, parallelism: 1 }
+
 export type ConfigChange = Partial<Config> | ((config: Config) => void)
 
 /** The configuration the service would read, pointed at the given database, as the test changes it. */
@@ -95,7 +104,7 @@ export function testConfig (db: DatabaseConfig, change: ConfigChange = {}): Conf
     ...config,
     logLevel: 'silent',
     db,
-    auth: { ...config.auth, generateAdmin: false },
+    auth: { ...config.auth, generateAdmin: false, passwordHashing: TEST_HASHING },
     timeouts: { ...config.timeouts, maxEventLoopDelay: 60_000 },
     // Many apps run at once in a test process: no metrics listener unless a test asks for one.
     metrics: null

@@ -1,7 +1,7 @@
 import os from 'node:os'
 import { SpanKind } from '@opentelemetry/api'
 import { activeTrace, inSpan } from '../tracing/active-trace.js'
-import { ARGON2_OPTIONS } from './argon2-options.js'
+import { ARGON2_OPTIONS, type Argon2Options } from './argon2-options.js'
 import { HashThreads, type HashOperation } from './hash-threads.js'
 import { InvalidFields } from '../http/invalid-fields.js'
 
@@ -13,6 +13,9 @@ import { InvalidFields } from '../http/invalid-fields.js'
 export class Passwords {
   readonly #threads = new HashThreads(os.availableParallelism())
   #dummy: Promise<string> | undefined
+
+  /** `options`: the cost of the hashes it makes; a hash it checks carries its own. */
+  constructor (readonly options: Argon2Options = ARGON2_OPTIONS) {}
 
   /**
    * Hashes the stand-in that a login for an unknown address is checked against, so that the
@@ -26,8 +29,8 @@ export class Passwords {
   /** In a traced request, in an INTERNAL span `passwords.hash`: the time a hash takes shows apart from the SQL's. */
   hash (password: string): Promise<string> {
     const active = activeTrace.getStore()
-    if (active === undefined) return this.#threads.hash(password, ARGON2_OPTIONS)
-    return inSpan(active, 'passwords.hash', SpanKind.INTERNAL, {}, () => this.#threads.hash(password, ARGON2_OPTIONS))
+    if (active === undefined) return this.#threads.hash(password, this.options)
+    return inSpan(active, 'passwords.hash', SpanKind.INTERNAL, {}, () => this.#threads.hash(password, this.options))
   }
 
   /**

@@ -1,5 +1,6 @@
 import { BlockList, isIP, isIPv6 } from 'node:net'
 import path from 'node:path'
+import { ARGON2_OPTIONS, type Argon2Options } from '../auth/argon2-options.js'
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -117,6 +118,11 @@ export interface AuthConfig {
   registerRoles: string[]
   /** Token checks remembered per instance (0: every request asks the database). */
   cacheSize: number
+  /**
+   * The cost of the password hashes stored: ARGON2_OPTIONS, the OWASP minimum. No variable sets
+   * it; the tests lower it, as hashing was half of their CPU (test/helper.ts).
+   */
+  passwordHashing: Argon2Options
   /** Login and register attempts per client IP and per e-mail address, and 404s per client IP, per window. */
   rateLimit: { perIp: number, perEmail: number, notFoundPerIp: number, windowSeconds: number }
 }
@@ -399,6 +405,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       generateAdmin: !dbHost && adminEmail === undefined,
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
       cacheSize: integer(env, 'AUTH_CACHE_SIZE', 10_000, 0, 10_000_000),
+      passwordHashing: ARGON2_OPTIONS,
       rateLimit: {
         perIp: integer(env, 'AUTH_RATE_LIMIT_IP', 30, 1, 1_000_000),
         perEmail: integer(env, 'AUTH_RATE_LIMIT_EMAIL', 10, 1, 1_000_000),

@@ -13,8 +13,8 @@ declare module 'fastify' {
  * unknown addresses are checked against, and end when the app closes.
  */
 export default fp(async (fastify) => {
-  const passwords = new Passwords()
+  const passwords = new Passwords(fastify.config.auth.passwordHashing)
   fastify.decorate('passwords', passwords)
   fastify.addHook('onClose', () => passwords.close())
   await passwords.prepare()
-}, { name: 'passwords' })
+}, { name: 'passwords', dependencies: ['config'] })

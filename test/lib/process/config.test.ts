@@ -35,6 +35,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
       generateAdmin: true,
       registerRoles: [],
       cacheSize: 10_000,
+      passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
       rateLimit: { perIp: 30, perEmail: 10, notFoundPerIp: 100, windowSeconds: 60 }
     },
     timeouts: {
@@ -138,6 +139,7 @@ t.test('authentication settings', async t => {
     generateAdmin: false,
     registerRoles: ['User', 'Reader'],
     cacheSize: 0,
+    passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
     rateLimit: { perIp: 100, perEmail: 3, notFoundPerIp: 50, windowSeconds: 3600 }
   })
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, JWT_TTL: '90' }).auth.jwtTtlSeconds, 90)

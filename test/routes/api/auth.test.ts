@@ -1,5 +1,6 @@
 import os from 'node:os'
 import t from 'tap'
+import { ARGON2_OPTIONS } from '../../../lib/auth/argon2-options.js'
 import { build, lockWaiters, within } from '../../helper.js'
 import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
 
@@ -7,7 +8,8 @@ const JWT = /^[\w-]+\.[\w-]+\.[\w-]+$/
 const registration = { name: 'Grace Hopper', email: 'grace@example.com', password: PASSWORD, c_password: PASSWORD }
 
 t.test('register answers 201 and a token for the new user; the address is then taken', async t => {
-  const app = await build(t)
+  // At the service's own hashing cost, whose parameters the stored hash shows.
+  const app = await build(t, config => { config.auth.passwordHashing = ARGON2_OPTIONS })
   let token: string
 
   await t.test('register answers 201, a token and the new user\'s location', async t => {
@@ -264,6 +266,7 @@ t.test('a flood of logins past HANDLER_TIMEOUT: the timed-out ones are not hashe
   const app = await build(t, config => {
     config.timeouts.handler = 2_000
     Object.assign(config.auth.rateLimit, { perIp: 100_000, perEmail: 100_000 })
+    config.auth.passwordHashing = ARGON2_OPTIONS
   })
   const { email } = await userWithRoles(app, [])
   const attempt = () => app.inject({ method: 'POST', url: '/api/login', payload: { email, password: PASSWORD } })

@@ -8,6 +8,7 @@ import app, { serverOptions } from '../app.js'
 import { ensureCommandDatabase } from '../lib/db/command-database.js'
 import { loadConfig } from '../lib/process/config.js'
 import { withJwtSecret } from '../lib/process/jwt-secret.js'
+import { apiKeysRepository } from '../routes/api/(authenticated)/keys/repository.js'
 
 const email = process.argv[2]?.trim()
 if (!email) {
@@ -32,7 +33,7 @@ try {
     await fastify.knex.transaction(async trx => {
       await usersRepository.update(user.id, { passwordHash }, trx)
       await usersRepository.endAllSessions(user.id, trx)
-      await fastify.apiKeysRepository.revokeAll(user.id, trx)
+      await apiKeysRepository(fastify.database, fastify.callerCache).revokeAll(user.id, trx)
     })
     console.log(`The new password of ${email}: ${password}`)
     console.log('It is shown this once only; every token and API key of the user has ended.')

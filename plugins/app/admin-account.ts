@@ -16,7 +16,7 @@ const BOOTSTRAP_LOCK = 7_355_609
  */
 export default fp(async (fastify) => {
   const { adminEmail, adminPassword, generateAdmin } = fastify.config.auth
-  const { usersRepository, rolesRepository } = fastify
+  const { usersRepository } = fastify
 
   /**
    * Gives the user of this address Admin, creating them with this password if needed; true
@@ -34,11 +34,12 @@ export default fp(async (fastify) => {
         // Serialised, so that instances starting together create one administrator.
         await trx.raw('select pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK])
         if (onlyIfNone && await usersRepository.countAdmins(trx) > 0) return false
-        const [admin] = await rolesRepository.findByNames([ADMIN_ROLE], trx)
+        // The role the first migration made, by its name as the users' routes find roles.
+        const admin: { id: number } = await trx('roles').whereRaw('lower(name) = lower(?)', [ADMIN_ROLE]).first('id')
         const existing = await usersRepository.findCredentials(email, trx)
         const userId = existing?.id ??
           (await usersRepository.create({ name: 'Administrator', email, passwordHash, roleIds: [] }, trx)).id
-        await trx('user_roles').insert({ user_id: userId, role_id: admin!.id }).onConflict(['user_id', 'role_id']).ignore()
+        await trx('user_roles').insert({ user_id: userId, role_id: admin.id }).onConflict(['user_id', 'role_id']).ignore()
         return existing === undefined
       })
     } finally {
@@ -54,4 +55,4 @@ export default fp(async (fastify) => {
       fastify.log.warn({ email: DEFAULT_ADMIN_EMAIL, password }, 'created the administrator: this password is shown once only')
     }
   }
-}, { name: 'admin-account', dependencies: ['config', 'passwords', 'users-repository', 'roles-repository'] })
+}, { name: 'admin-account', dependencies: ['config', 'passwords', 'users-repository'] })

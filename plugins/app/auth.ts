@@ -6,6 +6,7 @@ import { MAX_ID } from '../../lib/http/limits.js'
 import { CodedError, type ErrorCode } from '../../lib/http/error-codes.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
 import { API_KEY_PATTERN, apiKeyHash } from '../../lib/auth/api-keys.js'
+import { callerQueries } from '../../lib/auth/caller-queries.js'
 import type { LiveSession } from './sessions-repository.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
@@ -107,6 +108,7 @@ export default fp(async (fastify) => {
     }
   })
   const verifiedTokens = new VerifiedTokens<TokenClaims>(cacheSize)
+  const queries = callerQueries(fastify.database, cacheSize)
 
   const unauthorized = (reply: FastifyReply, message: string, code: ErrorCode = 'invalid_token') => {
     reply.header('www-authenticate', 'Bearer realm="api"')
@@ -131,14 +133,14 @@ export default fp(async (fastify) => {
     let caller = cache.get(cacheKey)
     if (caller === undefined) {
       const version = cache.version
-      const key = await fastify.apiKeysRepository.caller(secret)
+      const key = await queries.keyCaller(secret)
       if (key === undefined) throw unauthorized(reply, 'The API key is invalid, revoked or expired')
       caller = { userId: key.user_id, keyId: key.id, keyExpiresAt: key.expires_at, permissions: new Set(key.permissions) }
       cache.set(cacheKey, caller, version)
     } else if ((caller.keyExpiresAt ?? Infinity) * 1000 <= Date.now()) {
       throw unauthorized(reply, 'The API key is invalid, revoked or expired')
     }
-    fastify.apiKeysRepository.touch(caller.keyId!)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the API key\'s last use'))
+    queries.noteKeyUse(caller.keyId!)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the API key\'s last use'))
     request.user = { id: caller.userId, jti: cacheKey, sessionId: undefined, keyId: caller.keyId, exp: caller.keyExpiresAt ?? Number.MAX_SAFE_INTEGER, permissions: caller.permissions }
   }
 
@@ -163,13 +165,13 @@ export default fp(async (fastify) => {
     let caller = cache.get(claims.jti)
     if (caller?.userId !== id) {
       const version = cache.version
-      const permissions = await fastify.usersRepository.tokenPermissions(id, claims.gen, claims.jti, claims.sid)
+      const permissions = await queries.tokenPermissions(id, claims.gen, claims.jti, claims.sid)
       if (permissions === undefined) throw unauthorized(reply, 'The token is no longer valid')
       caller = { userId: id, sessionId: claims.sid, permissions: new Set(permissions) }
       cache.set(claims.jti, caller, version)
     }
     if (claims.sid !== undefined) {
-      fastify.sessionsRepository.touch(claims.sid)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the session\'s last use'))
+      queries.noteSessionUse(claims.sid)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the session\'s last use'))
     }
 
     request.user = { id, jti: claims.jti, sessionId: claims.sid, keyId: undefined, exp: claims.exp, permissions: caller.permissions }
@@ -184,4 +186,4 @@ export default fp(async (fastify) => {
       throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
     }
   })
-}, { name: 'auth', dependencies: ['config', 'sensible', 'caller-cache', 'users-repository', 'sessions-repository', 'api-keys-repository'] })
+}, { name: 'auth', dependencies: ['config', 'knex', 'sensible', 'caller-cache'] })

@@ -5,7 +5,6 @@ import type { CallerCache } from '../../lib/auth/caller-cache.js'
 import { countAttempt, type AttemptCount } from './throttle.js'
 import { insert, insertion, prepare, type CteWrite, type Database } from '../../lib/db/prepared-query.js'
 import { newRefreshToken, refreshHash } from '../../lib/auth/refresh-tokens.js'
-import { LastUse } from '../../lib/auth/last-use.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -110,13 +109,10 @@ function sessionStatements (database: Database) {
   }
 }
 
-function createSessionsRepository (database: Database, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number, cacheSize: number }) {
+function createSessionsRepository (database: Database, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number }) {
   const { knex } = database
-  const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds, cacheSize } = settings
+  const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds } = settings
   const statements = sessionStatements(database)
-  const lastUse = new LastUse(cacheSize, sessionId => knex('sessions').where('id', sessionId)
-    .where('last_used_at', '<', knex.raw("now() - interval '1 minute'"))
-    .update({ last_used_at: knex.fn.now() }))
 
   /** Ends the sessions the query finds, at once on this instance, on the others by notification. */
   async function end (trx: Knex, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<EndedSession[]> {
@@ -254,10 +250,7 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       } catch (error) {
         log.warn({ err: error }, 'could not sweep the past sessions')
       }
-    },
-
-    /** Notes that the session was used now (lib/auth/last-use.ts). */
-    touch: (sessionId: number, now?: number) => lastUse.note(sessionId, now)
+    }
   }
 }
 

@@ -67,24 +67,7 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
                join role_permissions rp on rp.role_id = ur.role_id
                join permissions p on p.id = rp.permission_id
                where ur.user_id = u.id order by p.name) as permissions`)
-    )),
-    // Bound twice: `$2` and `$5` are the session, `$4` and `$6` the token's id.
-    tokenPermissions: prepare<[id: number, sessionId: number | null, generation: number | null, jti: string], { permissions: string[] }>(
-      database, 'auth.caller', (id, sessionId, generation, jti) => knex.raw(`
-          select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
-          from users u
-          left join user_roles ur on ur.user_id = u.id
-          left join role_permissions rp on rp.role_id = ur.role_id
-          left join permissions p on p.id = rp.permission_id
-          where u.id = ? and u.deleted_at is null
-            and case when ?::bigint is null
-              then u.token_generation = ? or exists (select 1 from kept_tokens k
-                where k.jti = ? and k.user_id = u.id and k.token_generation = u.token_generation)
-              else exists (select 1 from sessions s
-                where s.id = ?::bigint and s.user_id = u.id and s.ended_at is null and s.expires_at > now())
-            end
-            and not exists (select 1 from revoked_tokens where jti = ?)
-          group by u.id`, [id, sessionId, generation, jti, sessionId, jti]))
+    ))
   }
 
   const emailTaken = (error: unknown, email: string | undefined) =>
@@ -208,18 +191,6 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
           .onConflict('jti').merge(['token_generation'])
       }
       cache.afterCommit(trx, callers => callers.forgetUser(id))
-    },
-
-    /**
-     * The token check's look-up (plugins/app/auth.ts, on a miss of the caller cache): the
-     * permissions of the token's user, or undefined if the token no longer holds (its user
-     * deleted, its session ended, the token revoked; a token of no session, issued before
-     * sessions were: its generation ended unless the token was kept; a session's token has
-     * no generation that counts).
-     */
-    async tokenPermissions (id: number, generation: number | undefined, jti: string, sessionId: number | undefined): Promise<string[] | undefined> {
-      const { rows } = await queries.tokenPermissions([id, sessionId ?? null, generation ?? null, jti])
-      return rows[0]?.permissions
     },
 
     /** The permissions of the user that `held` lacks: nobody acts on a user who holds more than they do. */

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build } from '../helper.js'
-import { insertClient, userWithRoles } from '../routes/api/accounts.js'
+import { insertClient, rolesOf, userWithRoles } from '../routes/api/accounts.js'
 import { ada } from '../routes/students/fixtures.js'
 import { fuzzWrites } from './writes.js'
 
@@ -12,7 +12,7 @@ t.test('every write, fuzzed from its own schema: 2xx or a documented 4xx, never 
     ids: {
       students: (await app.inject({ method: 'POST', url: '/students', payload: ada })).json().id,
       clients: await insertClient(app),
-      roles: (await app.rolesRepository.findByNames(['User']))[0]!.id,
+      roles: (await rolesOf(app).findByNames(['User']))[0]!.id,
       users: (await userWithRoles(app, ['User'])).id
     }
   })

@@ -6,6 +6,7 @@ import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import type { Profile } from '../../../plugins/app/users-repository.js'
 import type { RecordKind } from '../../../plugins/app/write-path.js'
 import type { User } from '../../../schemas/users.js'
+import { rolesRepository } from './roles/repository.js'
 import { accountSchemas, accountSharedSchemas } from './schema.js'
 
 /**
@@ -84,7 +85,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/permissions', { schema: accountSchemas.permissions }, async () => {
-    return { success: true as const, data: await fastify.rolesRepository.permissions() }
+    return { success: true as const, data: await rolesRepository(fastify.database, fastify.callerCache).permissions() }
   })
 }
 

@@ -6,6 +6,7 @@ import type { User } from '../../../schemas/users.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import { CodedError } from '../../../lib/http/error-codes.js'
 import { accessTokenId, REFRESH_TOKEN, refreshSecret, successorOf } from '../../../lib/auth/refresh-tokens.js'
+import { rolesRepository } from '../(authenticated)/roles/repository.js'
 import { authSchemas, authTag } from './schema.js'
 
 /**
@@ -29,7 +30,8 @@ const REFUSED = {
 const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Met right after the students: logging in opens the rest.
   fastify.declareResource({ tag: authTag, order: 3 })
-  const { usersRepository, rolesRepository, sessionsRepository } = fastify
+  const { usersRepository, sessionsRepository } = fastify
+  const roleRepository = rolesRepository(fastify.database, fastify.callerCache)
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
   // A user registering: created only. Its answer is the new session's tokens, not the user,
   // and carries no ETag (the user's is GET /api/users/:id's).
@@ -80,7 +82,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     // Who registers acts as themselves, in the session they start.
     const actor = () => ({ id: started!.session.userId, sessionId: started!.session.id })
     return request.createRecord(reply, registered, async trx => {
-      const roles = await rolesRepository.findByNames(fastify.config.auth.registerRoles, trx)
+      const roles = await roleRepository.findByNames(fastify.config.auth.registerRoles, trx)
       const user = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
       // The user made in this transaction: their session starts.
       started = (await sessionsRepository.start(trx, user.id, passwordHash, client(request)))!

@@ -1,13 +1,17 @@
 import type { FastifyInstance } from 'fastify'
+import { rolesRepository } from '../../../routes/api/(authenticated)/roles/repository.js'
 
 export const PASSWORD = 'correct horse battery'
 
 let users = 0
 
+/** The app's data access for roles, as its routes have it. */
+export const rolesOf = (app: FastifyInstance) => rolesRepository(app.database, app.callerCache)
+
 /** A user with the given roles (created directly in the database), and a token from logging in. */
 export async function userWithRoles (app: FastifyInstance, roles: string[], email = `user${++users}@example.com`) {
   const user = await app.knex.transaction(async trx => {
-    const found = await app.rolesRepository.findByNames(roles, trx)
+    const found = await rolesOf(app).findByNames(roles, trx)
     return app.usersRepository.create({ name: 'Test User', email, passwordHash: await app.passwords.hash(PASSWORD), roleIds: found.map(r => r.id) }, trx)
   })
   return { id: user.id, email, token: await login(app, email) }
@@ -15,8 +19,8 @@ export async function userWithRoles (app: FastifyInstance, roles: string[], emai
 
 /** A role with exactly these permissions. */
 export async function roleWithPermissions (app: FastifyInstance, name: string, permissions: string[]) {
-  const ids = (await app.rolesRepository.permissions()).filter(p => permissions.includes(p.name)).map(p => p.id)
-  return app.knex.transaction(trx => app.rolesRepository.create(name, ids, trx))
+  const ids = (await rolesOf(app).permissions()).filter(p => permissions.includes(p.name)).map(p => p.id)
+  return app.knex.transaction(trx => rolesOf(app).create(name, ids, trx))
 }
 
 export async function login (app: FastifyInstance, email: string, password = PASSWORD): Promise<string> {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build } from '../../helper.js'
-import { bearer, client, insertClient, userWithRoles } from './accounts.js'
+import { bearer, client, insertClient, rolesOf, userWithRoles } from './accounts.js'
 
 /** A body sent as this very JSON text. */
 class JsonText {
@@ -19,7 +19,7 @@ t.test('bad bodies on every write of the authenticated interface: a 4xx error bo
   const admin = await userWithRoles(app, ['Admin'])
   const headers = bearer(admin.token)
   const clientId = await insertClient(app)
-  const [userRole] = await app.rolesRepository.findByNames(['User'])
+  const [userRole] = await rolesOf(app).findByNames(['User'])
   const user = { name: 'U', email: 'u@example.com', password: 'a long password', c_password: 'a long password', roles: ['User'] }
 
   const cases: [string, string, unknown, number][] = [

@@ -5,7 +5,7 @@ import { build, buildApp, createDatabase, testConfig, within } from '../../helpe
 import { databaseProxy } from '../../faults/database-proxy.js'
 import { sleep } from '../../server/process.js'
 import { LISTENER_NAME } from '../../../plugins/app/caller-cache.js'
-import { bearer, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, PASSWORD, rolesOf, roleWithPermissions, userWithRoles } from './accounts.js'
 
 /**
  * How many token checks have reached the database since this call: the queries whose SQL
@@ -131,7 +131,7 @@ t.test('changes through one instance hold on another within one second', async t
 
   await t.test('a permission taken from a role through one instance is taken on the other', async t => {
     const holder = await remembered(t)
-    const role = (await one.rolesRepository.findByNames(['User']))[0]!
+    const role = (await rolesOf(one).findByNames(['User']))[0]!
     t.equal((await asAdmin('PUT', `/api/roles/${role.id}`, { name: 'User', permission: ['client-create'] })).statusCode, 200)
     t.ok(await refusedOnOther(holder.token, 403), 'a permission change')
   })

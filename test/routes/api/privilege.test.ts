@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build, lockWaiters, within } from '../../helper.js'
-import { bearer, login, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, login, PASSWORD, rolesOf, roleWithPermissions, userWithRoles } from './accounts.js'
 
 const NEW_PASSWORD = 'a brand new password'
 const newPassword = { password: NEW_PASSWORD, c_password: NEW_PASSWORD }
@@ -144,7 +144,7 @@ t.test('taking a permission from a role, or any change to a role holding one the
   const app = await build(t)
   await roleWithPermissions(app, 'RoleEditor', ['role-list', 'role-edit'])
   const editor = bearer((await userWithRoles(app, ['RoleEditor'])).token)
-  const userRole = (await app.rolesRepository.findByNames(['User']))[0]!
+  const userRole = (await rolesOf(app).findByNames(['User']))[0]!
   const clientPermissions = userRole.permissions.map(p => p.name)
 
   await t.test('a role editor can neither take User\'s client permissions away nor swap them for their own', async t => {
@@ -153,7 +153,7 @@ t.test('taking a permission from a role, or any change to a role holding one the
       t.equal(res.statusCode, 403, `User → ${JSON.stringify(permission)}`)
       t.match(res.json().message, /permissions you lack: client-/)
     }
-    t.same((await app.rolesRepository.find(userRole.id))!.permissions.map(p => p.name), clientPermissions, 'User keeps its permissions')
+    t.same((await rolesOf(app).find(userRole.id))!.permissions.map(p => p.name), clientPermissions, 'User keeps its permissions')
   })
 
   await t.test('a role remover cannot delete User, which holds permissions they lack', async t => {
@@ -162,7 +162,7 @@ t.test('taking a permission from a role, or any change to a role holding one the
     const deleted = await app.inject({ method: 'DELETE', url: `/api/roles/${userRole.id}`, headers: remover })
     t.equal(deleted.statusCode, 403, 'nor can a role holding permissions the caller lacks be deleted')
     t.match(deleted.json().message, /permissions you lack: client-/)
-    t.ok(await app.rolesRepository.find(userRole.id), 'User is still there')
+    t.ok(await rolesOf(app).find(userRole.id), 'User is still there')
   })
 
   await t.test('a role editor can neither rename User nor replace it with itself', async t => {
@@ -171,7 +171,7 @@ t.test('taking a permission from a role, or any change to a role holding one the
       const res = await app.inject({ method: payload.permission ? 'PUT' : 'PATCH', url: `/api/roles/${userRole.id}`, headers: editor, payload })
       t.equal(res.statusCode, 403, `nor any change to a role holding permissions the caller lacks: ${JSON.stringify(payload)}`)
     }
-    t.equal((await app.rolesRepository.find(userRole.id))!.name, 'User', 'User keeps its name')
+    t.equal((await rolesOf(app).find(userRole.id))!.name, 'User', 'User keeps its name')
   })
 
   await t.test('a role editor can take away a permission they hold', async t => {

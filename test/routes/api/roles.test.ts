@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build } from '../../helper.js'
-import { bearer, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, rolesOf, roleWithPermissions, userWithRoles } from './accounts.js'
 
 t.test('roles: create, update, delete; the Admin role is protected; nobody grants what they lack', async t => {
   const app = await build(t)
@@ -30,7 +30,7 @@ t.test('roles: create, update, delete; the Admin role is protected; nobody grant
   })
 
   await t.test('the Admin role can be neither renamed, stripped of a permission nor deleted; left as it is, a PATCH passes', async t => {
-    const adminRole = (await app.rolesRepository.findByNames(['Admin']))[0]!
+    const adminRole = (await rolesOf(app).findByNames(['Admin']))[0]!
     const everything = adminRole.permissions.map(p => p.name)
     for (const payload of [{ name: 'Boss' }, { permission: everything.slice(1) }]) {
       const res = await app.inject({ method: 'PATCH', url: `/api/roles/${adminRole.id}`, headers: admin, payload })
@@ -47,7 +47,7 @@ t.test('roles: create, update, delete; the Admin role is protected; nobody grant
     t.equal(escalate.statusCode, 403)
     const escalateEdit = await app.inject({ method: 'PATCH', url: `/api/roles/${role.id}`, headers: manager, payload: { permission: ['client-list', 'user-edit'] } })
     t.equal(escalateEdit.statusCode, 403)
-    t.same((await app.rolesRepository.find(role.id))!.permissions.map(p => p.name), ['client-list'], 'unchanged')
+    t.same((await rolesOf(app).find(role.id))!.permissions.map(p => p.name), ['client-list'], 'unchanged')
   })
 
   await t.test('deleting a role answers 200 with it, and its holder loses its permissions on the next request', async t => {

@@ -2,7 +2,7 @@ import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto'
 import t from 'tap'
 import { build, TEST_JWT_SECRET } from '../../helper.js'
 import { AUDIENCE, ISSUER } from '../../../plugins/app/auth.js'
-import { bearer, client, insertClient, userWithRoles } from './accounts.js'
+import { bearer, client, insertClient, rolesOf, userWithRoles } from './accounts.js'
 
 const b64 = (value: object | string) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)).toString('base64url')
 
@@ -113,7 +113,7 @@ t.test('a valid token without the permission gets 403, with it 2xx', async t => 
   const nobody = await userWithRoles(app, [])
   const admin = await userWithRoles(app, ['Admin'])
   const clientId = await insertClient(app)
-  const { id: roleId } = (await app.rolesRepository.findByNames(['User']))[0]!
+  const { id: roleId } = (await rolesOf(app).findByNames(['User']))[0]!
 
   const cases = [
     ['GET', '/api/clients'], ['GET', `/api/clients/${clientId}`], ['PATCH', `/api/clients/${clientId}`, { city: 'Kraków' }],

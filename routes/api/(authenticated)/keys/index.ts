@@ -2,21 +2,22 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
-import type { ApiKeyRecord } from '../../../../plugins/app/api-keys-repository.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import { apiKeysRepository, type ApiKeyRecord } from './repository.js'
 import { keySchemas, keySharedSchemas, keysTag } from './schema.js'
 
 /** The first instant a timestamp of a four-digit year cannot show, in UTC. */
 const LAST_INSTANT = Date.UTC(10000, 0, 1)
 
-/** `/api/keys`: API keys, made and managed with an access token (plugins/app/api-keys-repository.ts). */
+/** `/api/keys`: API keys, made and managed with an access token. */
 const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: keysTag, schemas: keySharedSchemas })
-  const { apiKeysRepository, usersRepository } = fastify
+  const { usersRepository } = fastify
+  const repository = apiKeysRepository(fastify.database, fastify.callerCache)
   const { forbidden, notFound } = fastify.httpErrors
   const missing = (id: number) => notFound(`API key ${id} not found`)
   // Audited only: clients do not follow keys through the change outbox; no read tags one.
-  const kind: RecordKind<ApiKeyRecord> = { resource: 'key', lock: apiKeysRepository.lock, notFound: missing, tag: false, followed: false }
+  const kind: RecordKind<ApiKeyRecord> = { resource: 'key', lock: repository.lock, notFound: missing, tag: false, followed: false }
   // No chains of keys: a key neither makes nor manages keys.
   fastify.addHook('onRequest', fastify.refuseKeys)
 
@@ -35,7 +36,7 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/', { schema: keySchemas.index }, async (request) => {
     const userId = request.query.user_id ?? request.user.id
     await mayManage(request, userId, () => forbidden('Listing another user\'s keys needs the user-edit permission'))
-    return { success: true as const, data: await apiKeysRepository.list(userId) }
+    return { success: true as const, data: await repository.list(userId) }
   })
 
   // The maker's password, as a new password needs it: a stolen access token alone makes no key
@@ -57,7 +58,7 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
       // The user's row first, as every write of a user's sessions and keys: a recovery that
       // committed since the check (and revoked the user's keys) is seen, not outlived.
       await request.passwordUnchanged(reply, trx, verified)
-      const made = await apiKeysRepository.create(request.user.id, { name, permissions, expiresAt }, trx)
+      const made = await repository.create(request.user.id, { name, permissions, expiresAt }, trx)
       secret = made.secret
       return made.record
     }, record => ({ body: { success: true as const, data: record, secret, message: 'API key made: its secret is shown this once' }, location: fastify.prefix }), { replayed: false })
@@ -66,7 +67,7 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/:id', { schema: keySchemas.destroy }, async (request) => {
     const revoked = await request.deleteRecord(kind, request.params.id, async (trx, key) => {
       await mayManage(request, key.user_id, () => missing(key.id), trx)
-      await apiKeysRepository.revoke(key.id, trx)
+      await repository.revoke(key.id, trx)
     }, { action: 'revoke' })
     return { success: true as const, data: revoked, message: 'API key revoked' }
   })

@@ -5,6 +5,7 @@ import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
 import { ADMIN_ROLE, Role, roleListFields } from '../../../../schemas/roles.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import { rolesRepository } from './repository.js'
 import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
 /**
@@ -13,13 +14,10 @@ import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
  */
 const roleTag = representationTagger(Role, [NamedRef])
 
-/**
- * `/api/roles`: roles and their permissions, behind the role-* permissions. Their data access
- * is plugins/app/roles-repository.ts, which registration and the administrator's start-up use too.
- */
+/** `/api/roles`: roles and their permissions, behind the role-* permissions. */
 const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: rolesTag, schemas: roleSharedSchemas })
-  const repository = fastify.rolesRepository
+  const repository = rolesRepository(fastify.database, fastify.callerCache)
   const { conflict, forbidden, notFound } = fastify.httpErrors
   const roleNotFound = (id: number) => notFound(`Role ${id} not found`)
   // Every write of a role holds the Admin role's lock first: the last-admin rule of the users'

@@ -9,6 +9,8 @@ import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
 import { User, userListFields } from '../../../../schemas/users.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import { apiKeysRepository } from '../keys/repository.js'
+import { rolesRepository } from '../roles/repository.js'
 import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
 /**
@@ -24,14 +26,16 @@ const userTag = representationTagger(User, [NamedRef])
  */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })
-  const { usersRepository, rolesRepository } = fastify
+  const { usersRepository } = fastify
+  const roleRepository = rolesRepository(fastify.database, fastify.callerCache)
+  const keyRepository = apiKeysRepository(fastify.database, fastify.callerCache)
   const { forbidden, notFound } = fastify.httpErrors
   const userNotFound = (id: number) => notFound(`User ${id} not found`)
   const kind: RecordKind<User> = {
     resource: 'user',
     // The Admin role's lock first, as every change touching Admin or its holders takes it.
     lock: async (id, trx) => {
-      await rolesRepository.lockAdmin(trx)
+      await roleRepository.lockAdmin(trx)
       return usersRepository.findLocked(id, trx)
     },
     tag: userTag,
@@ -43,7 +47,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
    * must be held by the caller: nobody grants more than they have.
    */
   async function grantableRoles (names: string[], current: string[], held: Set<string>, trx: Knex): Promise<number[]> {
-    const roles = await rolesRepository.findByNames(names, trx)
+    const roles = await roleRepository.findByNames(names, trx)
     const found = new Set(roles.map(role => role.name.toLowerCase()))
     const unknown = names.filter(name => !found.has(name.toLowerCase()))
     if (unknown.length > 0) throw new InvalidFields({ roles: unknown.map(name => `unknown role: ${name}`) })
@@ -144,7 +148,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
               await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
             } else {
               await usersRepository.endAllSessions(id, trx)
-              for (const key of await fastify.apiKeysRepository.revokeAll(id, trx)) {
+              for (const key of await keyRepository.revokeAll(id, trx)) {
                 await request.audit(trx, { action: 'revoke', resource: 'key', id: key.id, before: key })
               }
             }

@@ -1,22 +1,31 @@
-import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import type { CallerCache } from '../../lib/auth/caller-cache.js'
-import { uniqueConflict } from '../../lib/db/db-errors.js'
-import { CodedError } from '../../lib/http/error-codes.js'
-import { ADMIN_ROLE, Role, roleListFields } from '../../schemas/roles.js'
-import { NamedRef } from '../../schemas/common.js'
-import { keysetTable } from '../../lib/db/keyset-table.js'
-import { holdsFilter } from '../../lib/db/list-sql.js'
-import type { Database } from '../../lib/db/prepared-query.js'
-import { MAX_ID } from '../../lib/http/limits.js'
+import type { CallerCache } from '../../../../lib/auth/caller-cache.js'
+import { uniqueConflict } from '../../../../lib/db/db-errors.js'
+import { CodedError } from '../../../../lib/http/error-codes.js'
+import { ADMIN_ROLE, Role, roleListFields } from '../../../../schemas/roles.js'
+import { NamedRef } from '../../../../schemas/common.js'
+import { keysetTable } from '../../../../lib/db/keyset-table.js'
+import { holdsFilter } from '../../../../lib/db/list-sql.js'
+import type { Database } from '../../../../lib/db/prepared-query.js'
+import { MAX_ID } from '../../../../lib/http/limits.js'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    rolesRepository: ReturnType<typeof createRolesRepository>
-  }
+export type RolesRepository = ReturnType<typeof createRolesRepository>
+
+// One a database: the route folders that read roles (roles, users, registration, the
+// permissions list) share its list's count estimates.
+const repositories = new WeakMap<Database, RolesRepository>()
+
+/**
+ * Data access for roles and their permissions, for the routes: the roles folder's, the users'
+ * (a user's roles), registration's (REGISTER_ROLES) and the permissions list.
+ */
+export function rolesRepository (database: Database, cache: CallerCache): RolesRepository {
+  let repository = repositories.get(database)
+  if (repository === undefined) repositories.set(database, repository = createRolesRepository(database, cache))
+  return repository
 }
 
-function createRolesRepository (database: Database, cache: CallerCache, conflict: (message: string) => Error) {
+function createRolesRepository (database: Database, cache: CallerCache) {
   const { knex } = database
   const columns = (trx: Knex) => ['r.id', 'r.name', 'r.created_at', 'r.updated_at', trx.raw(`coalesce(
       (select json_agg(json_build_object('id', p.id, 'name', p.name) order by p.id)
@@ -37,7 +46,7 @@ function createRolesRepository (database: Database, cache: CallerCache, conflict
   })
 
   const nameTaken = (error: unknown, name: string | undefined) =>
-    uniqueConflict(error, 'roles_name_unique', () => conflict(`A role named ${name} already exists`))
+    uniqueConflict(error, 'roles_name_unique', () => new CodedError('name_taken', `A role named ${name} already exists`))
 
   /** Gives the role exactly these permissions. */
   async function setPermissions (trx: Knex, roleId: number, permissionIds: number[]) {
@@ -101,8 +110,3 @@ function createRolesRepository (database: Database, cache: CallerCache, conflict
     }
   }
 }
-
-/** Data access for roles and their permissions. */
-export default fp(async (fastify) => {
-  fastify.decorate('rolesRepository', createRolesRepository(fastify.database, fastify.callerCache, message => new CodedError('name_taken', message)))
-}, { name: 'roles-repository', dependencies: ['knex', 'sensible', 'caller-cache'] })

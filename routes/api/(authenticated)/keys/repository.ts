@@ -3,6 +3,7 @@ import type { Knex } from 'knex'
 import type { CallerCache } from '../../../../lib/auth/caller-cache.js'
 import { apiKeyHash, apiKeyPrefix, newApiKey } from '../../../../lib/auth/api-keys.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
+import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
 import type { ApiKey } from './schema.js'
 
 /** A key as its owner sees it: never its secret. */
@@ -55,14 +56,8 @@ function createApiKeysRepository (database: Database, cache: CallerCache) {
   }
 }
 
-export type ApiKeysRepository = ReturnType<typeof createApiKeysRepository>
-
-// One a database: the keys' routes and the users' (a password another sets revokes the keys) share it.
-const repositories = new WeakMap<Database, ApiKeysRepository>()
-
-/** Data access for API keys. Secrets never reach it but to be digested. */
-export function apiKeysRepository (database: Database, cache: CallerCache): ApiKeysRepository {
-  let repository = repositories.get(database)
-  if (repository === undefined) repositories.set(database, repository = createApiKeysRepository(database, cache))
-  return repository
-}
+/**
+ * Data access for API keys, for the keys' routes and the users' (a password another sets revokes
+ * them). Secrets never reach it but to be digested.
+ */
+export const apiKeysRepository = oncePerDatabase(createApiKeysRepository)

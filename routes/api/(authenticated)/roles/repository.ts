@@ -8,22 +8,7 @@ import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import { holdsFilter } from '../../../../lib/db/list-sql.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
-
-export type RolesRepository = ReturnType<typeof createRolesRepository>
-
-// One a database: the route folders that read roles (roles, users, registration, the
-// permissions list) share its list's count estimates.
-const repositories = new WeakMap<Database, RolesRepository>()
-
-/**
- * Data access for roles and their permissions, for the routes: the roles folder's, the users'
- * (a user's roles), registration's (REGISTER_ROLES) and the permissions list.
- */
-export function rolesRepository (database: Database, cache: CallerCache): RolesRepository {
-  let repository = repositories.get(database)
-  if (repository === undefined) repositories.set(database, repository = createRolesRepository(database, cache))
-  return repository
-}
+import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
 
 function createRolesRepository (database: Database, cache: CallerCache) {
   const { knex } = database
@@ -110,3 +95,9 @@ function createRolesRepository (database: Database, cache: CallerCache) {
     }
   }
 }
+
+/**
+ * Data access for roles and their permissions, for the routes: the roles folder's, the users'
+ * (a user's roles), registration's (REGISTER_ROLES) and the permissions list.
+ */
+export const rolesRepository = oncePerDatabase(createRolesRepository)

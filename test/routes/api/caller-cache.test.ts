@@ -85,10 +85,15 @@ t.test('changes through one instance hold on another within one second', async t
   /** A User-role holder whose token `other` has checked and now remembers. */
   const remembered = async (t: Test) => {
     const user = await userWithRoles(one, ['User'])
-    const before = otherChecks()
     t.equal(await status(other, '/api/clients', user.token), 200)
-    t.equal(await status(other, '/api/clients', user.token), 200)
-    t.equal(otherChecks() - before, 1, 'remembered by the other instance')
+    // A notification of the change before (which empties what it touches) may still arrive
+    // while that first check runs, and a check that a notification overtook is not kept: the
+    // next one is, and the requests after it read no database.
+    const fromMemory = async () => {
+      const before = otherChecks()
+      return await status(other, '/api/clients', user.token) === 200 && otherChecks() === before
+    }
+    t.ok(await within(1_000, fromMemory), 'remembered by the other instance')
     return user
   }
   const refusedOnOther = (token: string, code: number) => within(1_000, async () => await status(other, '/api/clients', token) === code)

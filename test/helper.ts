@@ -82,17 +82,17 @@ export function testPool (config: pg.PoolConfig): pg.Pool {
 }
 
 /**
- * What a test changes of the configuration: a function that changes a copy in place
- * (`config => { config.auth.rateLimit.perIp = 5 }`), or top-level settings to replace.
- */
-/**
- * The cheapest argon2id hashes: most tests log in and register by the dozen, and at the service's
- * cost (ARGON2_OPTIONS) hashing was most of their CPU. A test of what the cost itself does (a
- * stored hash's parameters, a flood of logins queued for the hashing threads) asks for
- * ARGON2_OPTIONS.
+ * argon2id at a minimal cost (64 KiB, one pass): tests log in and register by the dozen, and at
+ * the service's cost (ARGON2_OPTIONS) hashing was half the CPU of the files that log in most. A
+ * test of what the cost itself does (a stored hash's parameters, a flood of logins queued for
+ * the hashing threads) asks for ARGON2_OPTIONS.
  */
 export const TEST_HASHING: Argon2Options = { algorithm: 2, memoryCost: 64, timeCost: 1, parallelism: 1 }
 
+/**
+ * What a test changes of the configuration: a function that changes a copy in place
+ * (`config => { config.auth.rateLimit.perIp = 5 }`), or top-level settings to replace.
+ */
 export type ConfigChange = Partial<Config> | ((config: Config) => void)
 
 /** The configuration the service would read, pointed at the given database, as the test changes it. */

@@ -13,9 +13,8 @@ export interface KeyCaller {
 
 /**
  * What the token check (plugins/app/auth.ts) reads on a miss of the caller cache, and the last
- * uses it notes: queries of its own, so that the check needs no resource's data access (users,
- * sessions and API keys are their routes'). Both reads are prepared: they run on the first
- * request of every token and key.
+ * uses it notes: queries of its own, so that the check needs no resource's data access. Both
+ * reads are prepared: they run on the first request of every token and key.
  */
 export function callerQueries (database: Database, cacheSize: number) {
   const { knex } = database

@@ -120,7 +120,7 @@ export interface AuthConfig {
   cacheSize: number
   /**
    * The cost of the password hashes stored: ARGON2_OPTIONS, the OWASP minimum. No variable sets
-   * it; the tests lower it, as hashing was half of their CPU (test/helper.ts).
+   * it; the tests lower it (test/helper.ts, TEST_HASHING).
    */
   passwordHashing: Argon2Options
   /** Login and register attempts per client IP and per e-mail address, and 404s per client IP, per window. */
@@ -405,7 +405,8 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       generateAdmin: !dbHost && adminEmail === undefined,
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
       cacheSize: integer(env, 'AUTH_CACHE_SIZE', 10_000, 0, 10_000_000),
-      passwordHashing: ARGON2_OPTIONS,
+      // A copy: a test that changes its configuration in place changes no other's.
+      passwordHashing: { ...ARGON2_OPTIONS },
       rateLimit: {
         perIp: integer(env, 'AUTH_RATE_LIMIT_IP', 30, 1, 1_000_000),
         perEmail: integer(env, 'AUTH_RATE_LIMIT_EMAIL', 10, 1, 1_000_000),

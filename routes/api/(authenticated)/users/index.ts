@@ -22,7 +22,8 @@ const userTag = representationTagger(User, [NamedRef])
 
 /**
  * `/api/users`: users and their roles, behind the user-* permissions. Their data access is
- * plugins/app/users-repository.ts, which the token check and login use too.
+ * plugins/app/users-repository.ts, which login, the password check and the administrator's
+ * start-up use too.
  */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })

@@ -8,7 +8,9 @@ import app, { serverOptions } from '../app.js'
 import { ensureCommandDatabase } from '../lib/db/command-database.js'
 import { loadConfig } from '../lib/process/config.js'
 import { withJwtSecret } from '../lib/process/jwt-secret.js'
+import { credentialQueries } from '../lib/auth/credential-queries.js'
 import { apiKeysRepository } from '../routes/api/(authenticated)/keys/repository.js'
+import { usersRepository } from '../routes/api/(authenticated)/users/repository.js'
 
 const email = process.argv[2]?.trim()
 if (!email) {
@@ -22,8 +24,8 @@ await ensureCommandDatabase(config)
 const fastify = Fastify(serverOptions(config))
 await fastify.register(app, { config })
 try {
-  const { usersRepository } = fastify
-  const user = await usersRepository.findCredentials(email)
+  const users = usersRepository(fastify.database, fastify.callerCache)
+  const user = await credentialQueries(fastify.database).find(email)
   if (!user) {
     console.error(`No user has the e-mail address ${email}`)
     process.exitCode = 1
@@ -31,8 +33,8 @@ try {
     const password = randomBytes(12).toString('base64url')
     const passwordHash = await fastify.passwords.hash(password)
     await fastify.knex.transaction(async trx => {
-      await usersRepository.update(user.id, { passwordHash }, trx)
-      await usersRepository.endAllSessions(user.id, trx)
+      await users.update(user.id, { passwordHash }, trx)
+      await users.endAllSessions(user.id, trx)
       await apiKeysRepository(fastify.database, fastify.callerCache).revokeAll(user.id, trx)
     })
     console.log(`The new password of ${email}: ${password}`)

@@ -17,7 +17,7 @@ export async function up (knex: Knex): Promise<void> {
     // SESSION_MAX_AGE after its start: no refresh extends a session past it.
     table.timestamp('expires_at', { useTz: true }).notNullable()
     table.timestamp('ended_at', { useTz: true })
-    // Why it ended: plugins/app/sessions-repository.ts's EndReason.
+    // Why it ended: routes/api/(authenticated)/sessions/repository.ts's EndReason.
     table.string('end_reason', 32)
     table.string('user_agent', 512)
     table.string('ip', 64)

@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 /**
  * A session's start as one function, so that a login writes its session, its first refresh
  * token, the end of the user's sessions past the cap and its audit entries in one statement
- * (plugins/app/sessions-repository.ts): as a transaction of five round trips, it cost the
+ * (routes/api/(authenticated)/sessions/repository.ts): as a transaction of five round trips, it cost the
  * main thread about a millisecond of CPU a login more (docs/performance.md, "Login, one
  * statement").
  *

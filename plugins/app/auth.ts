@@ -7,7 +7,6 @@ import { CodedError, type ErrorCode } from '../../lib/http/error-codes.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
 import { API_KEY_PATTERN, apiKeyHash } from '../../lib/auth/api-keys.js'
 import { callerQueries } from '../../lib/auth/caller-queries.js'
-import type { LiveSession } from './sessions-repository.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
 export interface Caller {
@@ -22,6 +21,14 @@ export interface Caller {
   permissions: Set<string>
 }
 
+/** What an access token of a session is made of: whose it is, and until when the session holds. */
+export interface LiveSession {
+  id: number
+  userId: number
+  /** The session's end at the latest, seconds since the epoch. */
+  expiresAt: number
+}
+
 interface TokenClaims {
   sub: string
   jti: string
@@ -31,7 +38,7 @@ interface TokenClaims {
    * it too, unread: their session is what holds.
    */
   gen?: number
-  /** The session's id (plugins/app/sessions-repository.ts). */
+  /** The session's id (routes/api/(authenticated)/sessions/repository.ts). */
   sid?: number
   iat: number
   exp: number

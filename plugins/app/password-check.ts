@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { CodedError } from '../../lib/http/error-codes.js'
+import { credentialQueries } from '../../lib/auth/credential-queries.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -33,23 +34,23 @@ declare module 'fastify' {
  * make a key that outlives it. Each wrong one is a failed login: counted and audited as one.
  */
 export default fp(async (fastify) => {
+  const credentials = credentialQueries(fastify.database)
   fastify.decorateRequest('auditFailedLogin', async function (this: FastifyRequest, email: string, userId: number | null) {
     await this.guardWrite(() => this.audit(fastify.knex, { action: 'login-failed', resource: 'session', id: null, after: { email, user_id: userId } }))
   })
 
   fastify.decorateRequest('checkCurrentPassword', async function (this: FastifyRequest, reply: FastifyReply, password: string) {
-    const { usersRepository } = fastify
-    const current = await usersRepository.profile(this.user.id)
+    const email = await credentials.emailOf(this.user.id)
     /* c8 ignore next -- the caller deleted between the token's check and this read */
-    if (!current) throw new CodedError('invalid_token', 'The token is no longer valid')
-    const attempt = fastify.attempt('login', this, current.email)
-    const { counts, user } = await usersRepository.findCredentialsCounting(current.email, attempt)
+    if (email === undefined) throw new CodedError('invalid_token', 'The token is no longer valid')
+    const attempt = fastify.attempt('login', this, email)
+    const { counts, user } = await credentials.findCounting(email, attempt)
     attempt.check(reply, counts)
     const matches = await fastify.passwords.verify(user?.password, password, () => reply.sent || this.socket.destroyed)
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn, as login's (test/routes/api/auth.test.ts) */
     if (matches === undefined) return undefined
     if (!matches) {
-      await this.auditFailedLogin(current.email, current.id)
+      await this.auditFailedLogin(email, this.user.id)
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw new CodedError('invalid_credentials', 'The current password does not match')
     }
@@ -61,9 +62,9 @@ export default fp(async (fastify) => {
   // this write land after it. Not counted nor audited as a failed login: the caller did know
   // the password of the moment (that attempt was counted), and nothing was guessed.
   fastify.decorateRequest('passwordUnchanged', async function (this: FastifyRequest, reply: FastifyReply, trx: Knex, verified: string) {
-    if (await fastify.usersRepository.lockedPassword(this.user.id, trx) !== verified) {
+    if (await credentials.lockedPassword(this.user.id, trx) !== verified) {
       reply.header('www-authenticate', 'Bearer realm="api"')
       throw new CodedError('invalid_credentials', 'The password changed while this request was checked: send the current one')
     }
   })
-}, { name: 'password-check', dependencies: ['sensible', 'knex', 'audit', 'request-timing', 'throttle', 'passwords', 'users-repository'] })
+}, { name: 'password-check', dependencies: ['sensible', 'knex', 'audit', 'request-timing', 'throttle', 'passwords'] })

@@ -3,11 +3,12 @@ import { contentTag } from '../../../lib/http/entity-tags.js'
 import { CodedError } from '../../../lib/http/error-codes.js'
 import { InvalidFields } from '../../../lib/http/invalid-fields.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
-import type { Profile } from '../../../plugins/app/users-repository.js'
 import type { RecordKind } from '../../../plugins/app/write-path.js'
-import type { User } from '../../../schemas/users.js'
+import type { User } from './users/schema.js'
 import { rolesRepository } from './roles/repository.js'
-import { accountSchemas, accountSharedSchemas } from './schema.js'
+import { sessionsRepository } from './sessions/repository.js'
+import { usersRepository } from './users/repository.js'
+import { accountSchemas, accountSharedSchemas, type Profile } from './schema.js'
 
 /**
  * The profile changes with the caller's roles and their permissions: its tag is its digest. Its
@@ -19,12 +20,13 @@ const profileTag = (profile: Profile | undefined) => contentTag(JSON.stringify(p
 /** `/api/logout`, `/api/profile` and `/api/permissions`: any caller with a valid token. */
 const account: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ schemas: accountSharedSchemas })
-  const { usersRepository } = fastify
+  const users = usersRepository(fastify.database, fastify.callerCache)
+  const sessions = sessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth)
   // The caller's own user, tagged as their profile: its If-Match is the profile's ETag.
   const ownUser: RecordKind<User> = {
     resource: 'user',
-    lock: usersRepository.findLocked,
-    tag: async (user, trx) => profileTag(await usersRepository.profile(user.id, trx)),
+    lock: users.findLocked,
+    tag: async (user, trx) => profileTag(await users.profile(user.id, trx)),
     /* c8 ignore next -- the caller deleted since the token's check */
     notFound: () => new CodedError('invalid_token', 'The token is no longer valid')
   }
@@ -33,14 +35,14 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     const all = request.query.scope === 'all'
     await request.recordEvents(async trx => {
       const logout = { action: 'logout', resource: 'session', id: sessionId ?? null, after: { user_id: id, scope: all ? 'all' : 'this session' } } as const
-      if (all) await fastify.usersRepository.endAllSessions(id, trx)
+      if (all) await users.endAllSessions(id, trx)
       else if (sessionId !== undefined) {
         // Ended since the token's check (by another logout of it, from another device, …):
         // whatever ended it wrote its entry; this logout changed nothing.
-        if (!await fastify.sessionsRepository.endOne(id, sessionId, 'logout', trx)) return { result: undefined, events: [] }
+        if (!await sessions.endOne(id, sessionId, 'logout', trx)) return { result: undefined, events: [] }
       } else {
         // A token of no session, issued before sessions were.
-        await fastify.usersRepository.revokeToken(jti, new Date(exp * 1000), trx)
+        await users.revokeToken(jti, new Date(exp * 1000), trx)
       }
       return { result: undefined, events: [logout] }
     })
@@ -48,7 +50,7 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/profile', { schema: accountSchemas.profile }, async (request, reply) => {
-    const profile = await fastify.usersRepository.profile(request.user.id)
+    const profile = await users.profile(request.user.id)
     return reply.sendTagged(profileTag(profile), { success: true as const, data: profile! })
   })
 
@@ -76,11 +78,11 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
       // The caller's row, locked: the password checked is still theirs (no recovery committed
       // since the check).
       if (verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
-      const after = await usersRepository.update(id, { name, email, passwordHash }, trx)
-      if (passwordHash !== undefined) await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
+      const after = await users.update(id, { name, email, passwordHash }, trx)
+      if (passwordHash !== undefined) await users.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
       return after
     }, { secrets: passwordHash === undefined ? [] : ['password'] })
-    const profile = await usersRepository.profile(id)
+    const profile = await users.profile(id)
     return reply.sendTagged(profileTag(profile), { success: true as const, data: profile!, message: 'Profile updated' })
   })
 

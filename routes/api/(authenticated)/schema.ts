@@ -1,6 +1,6 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, TOKEN_OR_KEY, WriteHeaders } from '../../../schemas/common.js'
-import { userFields } from '../../../schemas/users.js'
+import { userFields } from './users/schema.js'
 import { authTag } from '../(public)/schema.js'
 import { rolesTag } from './roles/schema.js'
 
@@ -16,6 +16,7 @@ export const Profile = Type.Object({
   created_at: Timestamp,
   updated_at: Timestamp
 }, { $id: 'Profile', additionalProperties: false })
+export type Profile = Static<typeof Profile>
 
 export const accountSchemas = {
   logout: {

@@ -1,12 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
-import type { StartedSession } from '../../../plugins/app/sessions-repository.js'
 import type { CreatedKind } from '../../../plugins/app/write-path.js'
-import type { User } from '../../../schemas/users.js'
+import type { User } from '../(authenticated)/users/schema.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import { CodedError } from '../../../lib/http/error-codes.js'
 import { accessTokenId, REFRESH_TOKEN, refreshSecret, successorOf } from '../../../lib/auth/refresh-tokens.js'
+import { credentialQueries } from '../../../lib/auth/credential-queries.js'
 import { rolesRepository } from '../(authenticated)/roles/repository.js'
+import { sessionsRepository, type StartedSession } from '../(authenticated)/sessions/repository.js'
+import { usersRepository } from '../(authenticated)/users/repository.js'
 import { authSchemas, authTag } from './schema.js'
 
 /**
@@ -30,7 +32,9 @@ const REFUSED = {
 const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Met right after the students: logging in opens the rest.
   fastify.declareResource({ tag: authTag, order: 3 })
-  const { usersRepository, sessionsRepository } = fastify
+  const users = usersRepository(fastify.database, fastify.callerCache)
+  const sessions = sessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth)
+  const credentials = credentialQueries(fastify.database)
   const roleRepository = rolesRepository(fastify.database, fastify.callerCache)
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
   // A user registering: created only. Its answer is the new session's tokens, not the user,
@@ -39,7 +43,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Ends the session of a refresh token spent again, with its audit entry (whoever presented it
   // is unknown); nothing if it had ended already.
   const endReused = (request: FastifyRequest, sessionId: number) => request.recordEvents(async trx => {
-    const ended = await sessionsRepository.endReused(sessionId, trx)
+    const ended = await sessions.endReused(sessionId, trx)
     /* c8 ignore next -- ended by another request since the token's look-up, or by an earlier reuse */
     if (!ended) return { result: undefined, events: [] }
     return { result: undefined, events: [{ action: 'refresh-reuse', resource: 'session', id: ended.id, after: { user_id: ended.user_id, end_reason: 'refresh token reused' } }] }
@@ -50,7 +54,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/login', { schema: authSchemas.login, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { email, password } = request.body
     const attempt = fastify.attempt('login', request, email)
-    const { counts, user } = await usersRepository.findCredentialsCounting(email, attempt)
+    const { counts, user } = await credentials.findCounting(email, attempt)
     attempt.check(reply, counts)
     // Hashes wait their turn, one per core; by then the request may have been answered
     // (HANDLER_TIMEOUT) or dropped. Hashing for nobody would make every later login wait
@@ -70,7 +74,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const started = await request.recordStatementEvents([
       { action: 'login', resource: 'session', idColumn: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
       { action: 'end', resource: 'session', idColumn: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }
-    ], { userId: id, sessionColumn: 'id' }, cteWrites => sessionsRepository.start(fastify.knex, id, verified, client(request), cteWrites))
+    ], { userId: id, sessionColumn: 'id' }, cteWrites => sessions.start(fastify.knex, id, verified, client(request), cteWrites))
     if (started === undefined) throw await refused()
     return { success: true as const, ...fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt) }
   })
@@ -83,9 +87,9 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const actor = () => ({ id: started!.session.userId, sessionId: started!.session.id })
     return request.createRecord(reply, registered, async trx => {
       const roles = await roleRepository.findByNames(fastify.config.auth.registerRoles, trx)
-      const user = await usersRepository.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+      const user = await users.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
       // The user made in this transaction: their session starts.
-      started = (await sessionsRepository.start(trx, user.id, passwordHash, client(request)))!
+      started = (await sessions.start(trx, user.id, passwordHash, client(request)))!
       return user
     }, user => {
       const tokens = fastify.sessionTokens(started!.session, started!.refreshToken, started!.issuedAt)
@@ -101,13 +105,13 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/token/refresh', { schema: authSchemas.refresh, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { refresh_token: token } = request.body
     const attempt = fastify.attempt('refresh', request, undefined)
-    const counts = await sessionsRepository.countRefresh(attempt.windowSeconds, attempt.ipKey, token)
+    const counts = await sessions.countRefresh(attempt.windowSeconds, attempt.ipKey, token)
     try {
       attempt.check(reply, counts)
     } catch (limited) {
       // The look-up and the end under one guard: a time limit's 503 never falls between them.
       const reused = await request.guardWrite(async () => {
-        const sessionId = await sessionsRepository.reusedSession(token)
+        const sessionId = await sessions.reusedSession(token)
         if (sessionId !== undefined) await endReused(request, sessionId)
         return sessionId !== undefined
       })
@@ -117,7 +121,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       throw new CodedError('invalid_refresh_token', REFUSED.reused)
     }
     const refresh = REFRESH_TOKEN.test(token)
-      ? await request.guardWrite(() => sessionsRepository.refresh(token, successorOf(token, successors)))
+      ? await request.guardWrite(() => sessions.refresh(token, successorOf(token, successors)))
       : { outcome: 'unknown' as const }
     if (refresh.outcome === 'reused') await endReused(request, refresh.sessionId)
     if (refresh.outcome === 'spent' || refresh.outcome === 'repeated') {

@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { Created, CreateHeaders, errorResponses, TokenEnvelope } from '../../../schemas/common.js'
-import { userFields } from '../../../schemas/users.js'
+import { userFields } from '../(authenticated)/users/schema.js'
 
 /** The OpenAPI tag of the account operations, with and without a token. */
 export const authTag = { name: 'auth', description: 'Register, log in and out, the caller\'s profile' }

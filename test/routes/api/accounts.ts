@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import { rolesRepository } from '../../../routes/api/(authenticated)/roles/repository.js'
+import { sessionsRepository } from '../../../routes/api/(authenticated)/sessions/repository.js'
+import { usersRepository } from '../../../routes/api/(authenticated)/users/repository.js'
 
 export const PASSWORD = 'correct horse battery'
 
@@ -7,12 +9,16 @@ let users = 0
 
 /** The app's data access for roles, as its routes have it. */
 export const rolesOf = (app: FastifyInstance) => rolesRepository(app.database, app.callerCache)
+/** The app's data access for users, as its routes have it. */
+export const usersOf = (app: FastifyInstance) => usersRepository(app.database, app.callerCache)
+/** The app's data access for sessions, as its routes have it. */
+export const sessionsOf = (app: FastifyInstance) => sessionsRepository(app.database, app.callerCache, app.config.auth)
 
 /** A user with the given roles (created directly in the database), and a token from logging in. */
 export async function userWithRoles (app: FastifyInstance, roles: string[], email = `user${++users}@example.com`) {
   const user = await app.knex.transaction(async trx => {
     const found = await rolesOf(app).findByNames(roles, trx)
-    return app.usersRepository.create({ name: 'Test User', email, passwordHash: await app.passwords.hash(PASSWORD), roleIds: found.map(r => r.id) }, trx)
+    return usersOf(app).create({ name: 'Test User', email, passwordHash: await app.passwords.hash(PASSWORD), roleIds: found.map(r => r.id) }, trx)
   })
   return { id: user.id, email, token: await login(app, email) }
 }

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, lockWaiters } from '../../helper.js'
 import { bearer, client, insertClient, login, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
-import { SESSIONS_PER_USER } from '../../../plugins/app/sessions-repository.js'
+import { SESSIONS_PER_USER } from '../../../routes/api/(authenticated)/sessions/repository.js'
 
 interface Entry {
   id: number

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build, lockWaiters, within } from '../../helper.js'
-import { bearer, login, PASSWORD, rolesOf, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, login, PASSWORD, rolesOf, roleWithPermissions, userWithRoles, usersOf } from './accounts.js'
 
 const NEW_PASSWORD = 'a brand new password'
 const newPassword = { password: NEW_PASSWORD, c_password: NEW_PASSWORD }
@@ -30,7 +30,7 @@ t.test('nobody edits or deletes a user who holds a permission they lack', async 
   await t.test('the Admin keeps their password, address and name, and stays signed in', async t => {
     t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email: admin.email, password: NEW_PASSWORD } })).statusCode, 401, 'the Admin\'s password is unchanged')
     t.equal((await app.inject({ url: '/api/profile', headers: bearer(admin.token) })).statusCode, 200, 'and the Admin is still there, signed in')
-    t.match(await app.usersRepository.find(admin.id), { email: admin.email, name: 'Test User' })
+    t.match(await usersOf(app).find(admin.id), { email: admin.email, name: 'Test User' })
   })
 
   await t.test('the helpdesk edits themselves', async t => {

@@ -2,8 +2,8 @@ import { createHash, randomUUID } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, lockWaiters, within } from '../../helper.js'
-import { bearer, PASSWORD, userWithRoles } from './accounts.js'
-import { SESSIONS_PER_USER } from '../../../plugins/app/sessions-repository.js'
+import { bearer, PASSWORD, sessionsOf, userWithRoles } from './accounts.js'
+import { SESSIONS_PER_USER } from '../../../routes/api/(authenticated)/sessions/repository.js'
 
 interface Tokens { success: true, data: string, refresh_token: string, expires_in: number, token_type: 'Bearer' }
 
@@ -259,7 +259,7 @@ t.test('a login at the cap reads the user\'s sessions once, not once for each of
   const { password } = await app.knex('users').where({ id }).first('password')
   // The session rows this transaction fetched through an index, as PostgreSQL counts them.
   await app.knex.transaction(async trx => {
-    const started = await app.sessionsRepository.start(trx, id, password, { userAgent: 'newest', ip: '127.0.0.1' })
+    const started = await sessionsOf(app).start(trx, id, password, { userAgent: 'newest', ip: '127.0.0.1' })
     t.ok(started!.superseded.length > 0, 'the oldest ended')
     const { rows: [read] } = await trx.raw("select idx_tup_fetch::int as n from pg_stat_xact_user_tables where relname = 'sessions'")
     // Twice over the user's live sessions (to find those past the cap, to end them), and the
@@ -325,7 +325,7 @@ t.test('the sweep deletes sessions ended or expired a day ago, and refresh token
   await app.knex('sessions').where('id', sid(recent)).update({ ended_at: app.knex.raw('now() - interval \'23 hours\'') })
   await app.knex('refresh_tokens').where('hash', createHash('sha256').update(live.refresh_token).digest()).update({ expires_at: app.knex.raw('now() - interval \'25 hours\'') })
 
-  await app.sessionsRepository.sweep(app.log)
+  await sessionsOf(app).sweep(app.log)
   const left = (await app.knex('sessions').select('id')).map(row => Number(row.id))
   t.ok(left.includes(sid(live)) && left.includes(sid(recent)), 'a live session, and one ended less than a day ago, stay')
   t.notOk(left.includes(sid(ended)) || left.includes(sid(expired)), 'ended or expired a day ago: gone')
@@ -356,7 +356,7 @@ t.test('a session started with no User-Agent shows none', async t => {
   const app = await build(t)
   const { id } = await userWithRoles(app, ['User'])
   const { password } = (await app.knex('users').where('id', id).first('password'))!
-  const started = await app.sessionsRepository.start(app.knex, id, password, { userAgent: undefined, ip: '192.0.2.1' })
+  const started = await sessionsOf(app).start(app.knex, id, password, { userAgent: undefined, ip: '192.0.2.1' })
   t.same(await app.knex('sessions').where('id', started!.session.id).first('user_agent', 'ip'), { user_agent: null, ip: '192.0.2.1' })
 })
 

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build } from '../../helper.js'
-import { bearer, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, roleWithPermissions, userWithRoles, usersOf } from './accounts.js'
 
 t.test('users: create, update, delete; last admin; no escalation; never a password', async t => {
   const app = await build(t)
@@ -62,7 +62,7 @@ t.test('users: create, update, delete; last admin; no escalation; never a passwo
     t.equal(demote.statusCode, 409, 'the last admin keeps Admin')
     const removeSelf = await app.inject({ method: 'DELETE', url: `/api/users/${first.id}`, headers: admin })
     t.equal(removeSelf.statusCode, 409, 'the last admin cannot be deleted')
-    t.match((await app.usersRepository.find(first.id))!.roles, [{ name: 'Admin' }])
+    t.match((await usersOf(app).find(first.id))!.roles, [{ name: 'Admin' }])
   })
 
   const second = await userWithRoles(app, ['Admin'])

@@ -3,6 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import { usersRepository } from '../users/repository.js'
 import { apiKeysRepository, type ApiKeyRecord } from './repository.js'
 import { keySchemas, keySharedSchemas, keysTag } from './schema.js'
 
@@ -12,7 +13,7 @@ const LAST_INSTANT = Date.UTC(10000, 0, 1)
 /** `/api/keys`: API keys, made and managed with an access token. */
 const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: keysTag, schemas: keySharedSchemas })
-  const { usersRepository } = fastify
+  const users = usersRepository(fastify.database, fastify.callerCache)
   const repository = apiKeysRepository(fastify.database, fastify.callerCache)
   const { forbidden, notFound } = fastify.httpErrors
   const missing = (id: number) => notFound(`API key ${id} not found`)
@@ -29,7 +30,7 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     const { id, permissions } = request.user
     if (userId === id) return
     if (!permissions.has('user-edit')) throw hidden()
-    const lacking = await usersRepository.permissionsBeyond(userId, permissions, trx)
+    const lacking = await users.permissionsBeyond(userId, permissions, trx)
     if (lacking.length > 0) throw forbidden(`You cannot manage the keys of a user who holds permissions you lack: ${lacking.join(', ')}`)
   }
 

@@ -3,10 +3,9 @@ import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
-import { ADMIN_ROLE, Role, roleListFields } from '../../../../schemas/roles.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { rolesRepository } from './repository.js'
-import { rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
+import { ADMIN_ROLE, Role, roleListFields, rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
 /**
  * A role's tag is the digest of the role as shown, permissions included. Every write of a role

@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox'
+import { Type, type Static } from '@sinclair/typebox'
 import { Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
 
 export const sessionsTag = { name: 'sessions', description: 'The caller\'s sessions: where they are logged in, and ending one' }
@@ -13,6 +13,7 @@ export const Session = Type.Object({
   ip: Type.Union([Type.String(), Type.Null()], { description: 'The client\'s address at the login, as the audit log has it (TRUST_PROXY)' }),
   current: Type.Boolean({ description: 'Whether the token of this request is of this session' })
 }, { $id: 'Session', additionalProperties: false })
+export type Session = Static<typeof Session>
 
 export const sessionSchemas = {
   index: {

@@ -4,14 +4,15 @@ import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { CodedError } from '../../../../lib/http/error-codes.js'
 import { confirmedPassword } from '../../../../lib/auth/passwords.js'
-import { ADMIN_ROLE } from '../../../../schemas/roles.js'
+import { ADMIN_ROLE } from '../roles/schema.js'
 import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
-import { User, userListFields } from '../../../../schemas/users.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { apiKeysRepository } from '../keys/repository.js'
 import { rolesRepository } from '../roles/repository.js'
-import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
+import adminAccount from './admin-account.js'
+import { usersRepository } from './repository.js'
+import { User, userListFields, usersTag, userSchemas, userSharedSchemas } from './schema.js'
 
 /**
  * A user's tag is the digest of the user as shown, roles included: a change of their roles, or
@@ -21,13 +22,14 @@ import { usersTag, userSchemas, userSharedSchemas } from './schema.js'
 const userTag = representationTagger(User, [NamedRef])
 
 /**
- * `/api/users`: users and their roles, behind the user-* permissions. Their data access is
- * plugins/app/users-repository.ts, which login, the password check and the administrator's
- * start-up use too.
+ * `/api/users`: users and their roles, behind the user-* permissions, and the administrator made
+ * at start-up (admin-account.ts). Their data access is repository.ts, which login and the
+ * profile use too; a password check reads through lib/auth/credential-queries.ts.
  */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })
-  const { usersRepository } = fastify
+  await fastify.register(adminAccount)
+  const repository = usersRepository(fastify.database, fastify.callerCache)
   const roleRepository = rolesRepository(fastify.database, fastify.callerCache)
   const keyRepository = apiKeysRepository(fastify.database, fastify.callerCache)
   const { forbidden, notFound } = fastify.httpErrors
@@ -37,7 +39,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     // The Admin role's lock first, as every change touching Admin or its holders takes it.
     lock: async (id, trx) => {
       await roleRepository.lockAdmin(trx)
-      return usersRepository.findLocked(id, trx)
+      return repository.findLocked(id, trx)
     },
     tag: userTag,
     notFound: userNotFound
@@ -65,7 +67,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
    * permission the caller lacks is refused, as granting it would be.
    */
   async function mayActOn (id: number, held: Set<string>, action: string, trx: Knex) {
-    const lacking = await usersRepository.permissionsBeyond(id, held, trx)
+    const lacking = await repository.permissionsBeyond(id, held, trx)
     if (lacking.length > 0) throw forbidden(`You cannot ${action} a user who holds permissions you lack: ${lacking.join(', ')}`)
   }
 
@@ -88,16 +90,16 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
 
   /** Refuses to leave no user holding Admin. */
   async function keepAnAdmin (trx: Knex) {
-    if (await usersRepository.countAdmins(trx) === 0) throw new CodedError('last_admin', 'The last user holding Admin cannot be deleted or lose it')
+    if (await repository.countAdmins(trx) === 0) throw new CodedError('last_admin', 'The last user holding Admin cannot be deleted or lose it')
   }
 
   fastify.get('/', { schema: userSchemas.index, onRequest: fastify.can('user-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, userListFields)
-    return fastify.lists.send(reply, list, await usersRepository.query(list), { path: fastify.prefix, envelope: true })
+    return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 
   fastify.get('/:id', { schema: userSchemas.show, onRequest: fastify.can('user-list') }, async (request, reply) => {
-    const user = await usersRepository.find(request.params.id)
+    const user = await repository.find(request.params.id)
     if (!user) throw userNotFound(request.params.id)
     return reply.sendTagged(userTag(user), { success: true as const, data: user })
   })
@@ -107,7 +109,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
     return request.createRecord(reply, kind, async trx => {
       const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
-      return usersRepository.create({ name, email, passwordHash, roleIds }, trx)
+      return repository.create({ name, email, passwordHash, roleIds }, trx)
     }, user => ({ body: { success: true as const, data: user, message: 'User created' }, location: `${fastify.prefix}/${user.id}` }))
   })
 
@@ -138,7 +140,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           await mayActOn(id, request.user.permissions, 'edit', trx)
           const currentRoles = current.roles.map(role => role.name)
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
-          const updated = await usersRepository.update(id, { name, email, passwordHash, roleIds }, trx)
+          const updated = await repository.update(id, { name, email, passwordHash, roleIds }, trx)
           if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
           // A new password ends every session of the user, but the one a user changed their own
           // in. Set by someone else, it is the account's recovery: the user's API keys end too
@@ -146,9 +148,9 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           if (passwordHash !== undefined) {
             const { id: callerId, jti, exp, sessionId } = request.user
             if (callerId === id) {
-              await usersRepository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
+              await repository.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
             } else {
-              await usersRepository.endAllSessions(id, trx)
+              await repository.endAllSessions(id, trx)
               for (const key of await keyRepository.revokeAll(id, trx)) {
                 await request.audit(trx, { action: 'revoke', resource: 'key', id: key.id, before: key })
               }
@@ -166,7 +168,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
     notByOwnKey(request, id)
     const user = await request.deleteRecord(kind, id, async (trx, current) => {
       await mayActOn(id, request.user.permissions, 'delete', trx)
-      await usersRepository.remove(id, trx)
+      await repository.remove(id, trx)
       if (current.roles.some(role => role.name === ADMIN_ROLE)) await keepAnAdmin(trx)
     })
     return { success: true as const, data: user, message: 'User deleted' }

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build, buildApp, createDatabase, testConfig } from '../../helper.js'
-import { bearer, login, userWithRoles } from '../../routes/api/accounts.js'
+import { bearer, login, userWithRoles, usersOf } from './accounts.js'
 
 const countUsers = async (app: Awaited<ReturnType<typeof build>>) => Number((await app.knex('users').count({ n: '*' }).first())!.n)
 
@@ -24,7 +24,7 @@ t.test('the embedded default creates admin@example.com when nobody holds Admin',
   const base = testConfig(await createDatabase(t))
   const config = { ...base, auth: { ...base.auth, generateAdmin: true } }
   const app = await buildApp(t, config)
-  t.match(await app.usersRepository.find(1), { email: 'admin@example.com', roles: [{ name: 'Admin' }] })
+  t.match(await usersOf(app).find(1), { email: 'admin@example.com', roles: [{ name: 'Admin' }] })
   await app.close()
 
   const again = await buildApp(t, config)
@@ -33,7 +33,7 @@ t.test('the embedded default creates admin@example.com when nobody holds Admin',
   await again.knex('user_roles').delete()
   await again.close()
   const third = await buildApp(t, config)
-  t.match(await third.usersRepository.find(1), { roles: [{ name: 'Admin' }] })
+  t.match(await usersOf(third).find(1), { roles: [{ name: 'Admin' }] })
   t.equal(await countUsers(third), 1)
 })
 
@@ -55,6 +55,6 @@ t.test('instances starting together create one administrator between them', asyn
   const base = testConfig(await createDatabase(t))
   for (const auth of [{ ...base.auth, generateAdmin: true }, { ...base.auth, adminEmail: 'root@example.com', adminPassword: 'the admin password' }]) {
     const apps = await Promise.all([1, 2, 3].map(() => buildApp(t, { ...base, auth })))
-    t.equal(await apps[0]!.usersRepository.countAdmins(apps[0]!.knex), auth.generateAdmin ? 1 : 2, 'one more administrator, not three')
+    t.equal(await usersOf(apps[0]!).countAdmins(apps[0]!.knex), auth.generateAdmin ? 1 : 2, 'one more administrator, not three')
   }
 })

@@ -1,37 +1,18 @@
-import fp from 'fastify-plugin'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Knex } from 'knex'
-import type { CallerCache } from '../../lib/auth/caller-cache.js'
-import { countAttempt, type AttemptCount } from './throttle.js'
-import { insert, insertion, prepare, type CteWrite, type Database } from '../../lib/db/prepared-query.js'
-import { newRefreshToken, refreshHash } from '../../lib/auth/refresh-tokens.js'
+import type { CallerCache } from '../../../../lib/auth/caller-cache.js'
+import { countAttempt, type AttemptCount } from '../../../../lib/auth/attempt-counts.js'
+import { insert, insertion, prepare, type CteWrite, type Database } from '../../../../lib/db/prepared-query.js'
+import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
+import { newRefreshToken, refreshHash } from '../../../../lib/auth/refresh-tokens.js'
+import type { LiveSession } from '../../../../plugins/app/auth.js'
+import type { Session } from './schema.js'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    sessionsRepository: SessionsRepository
-  }
-}
-
-/** A session as its user sees it. */
-export interface SessionRecord {
-  id: number
-  created_at: string
-  last_used_at: string
-  expires_at: string
-  user_agent: string | null
-  ip: string | null
-}
+/** A session as its user sees it, but for whether it is the caller's own (a request's, not a row's). */
+export type SessionRecord = Omit<Session, 'current'>
 
 /** A session a statement ended, and whose it was. */
 export type EndedSession = SessionRecord & { user_id: number }
-
-/** What an access token of a session is made of: whose it is, and until when the session holds. */
-export interface LiveSession {
-  id: number
-  userId: number
-  /** The session's end at the latest, seconds since the epoch. */
-  expiresAt: number
-}
 
 /** A session a login or a registration started: its first refresh token, and the sessions it ended past the cap. */
 export interface StartedSession {
@@ -109,19 +90,21 @@ function sessionStatements (database: Database) {
   }
 }
 
+/** Ends the sessions the query finds, at once on this instance, on the others by notification. */
+export async function endSessions (trx: Knex, cache: CallerCache, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<EndedSession[]> {
+  const ended: EndedSession[] = await where(trx('sessions').whereNull('ended_at'))
+    .update({ ended_at: trx.fn.now(), end_reason: reason })
+    .returning(trx.raw(`${SESSION_COLUMNS}, user_id`))
+  cache.afterCommit(trx, callers => { for (const session of ended) callers.forgetSession(session.id) })
+  return ended
+}
+
 function createSessionsRepository (database: Database, cache: CallerCache, settings: { refreshTtlSeconds: number, sessionMaxAgeSeconds: number, refreshReuseGraceSeconds: number }) {
   const { knex } = database
   const { refreshTtlSeconds, sessionMaxAgeSeconds, refreshReuseGraceSeconds } = settings
   const statements = sessionStatements(database)
 
-  /** Ends the sessions the query finds, at once on this instance, on the others by notification. */
-  async function end (trx: Knex, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<EndedSession[]> {
-    const ended: EndedSession[] = await where(trx('sessions').whereNull('ended_at'))
-      .update({ ended_at: trx.fn.now(), end_reason: reason })
-      .returning(trx.raw(`${SESSION_COLUMNS}, user_id`))
-    cache.afterCommit(trx, callers => { for (const session of ended) callers.forgetSession(session.id) })
-    return ended
-  }
+  const end = (trx: Knex, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason) => endSessions(trx, cache, where, reason)
 
   return {
     /**
@@ -233,14 +216,6 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
       return ended
     },
 
-    /** Ends every live session of the user but `keep`. */
-    async endAll (userId: number, trx: Knex = knex, keep?: number): Promise<void> {
-      await end(trx, qb => {
-        qb.where('user_id', userId)
-        return keep === undefined ? qb : qb.whereNot('id', keep)
-      }, 'all sessions ended')
-    },
-
     /** Deletes what is past (SWEEP_SESSIONS, SWEEP_REFRESH_TOKENS); a failure is only logged. */
     async sweep (log: FastifyBaseLogger): Promise<void> {
       try {
@@ -254,6 +229,8 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
   }
 }
 
+/** Data access for sessions and their refresh tokens, and the sweep of what is past. */
+export const sessionsRepository = oncePerDatabase(createSessionsRepository)
 export type SessionsRepository = ReturnType<typeof createSessionsRepository>
 
 /**
@@ -263,12 +240,3 @@ export type SessionsRepository = ReturnType<typeof createSessionsRepository>
  */
 const SWEEP_SESSIONS = 'delete from sessions where ended_at < now() - interval \'1 day\' or expires_at < now() - interval \'1 day\''
 const SWEEP_REFRESH_TOKENS = 'delete from refresh_tokens where expires_at < now() - interval \'1 day\''
-const SWEEP_EVERY_MS = 10 * 60_000
-
-/** Data access for sessions and their refresh tokens, and the sweep of what is past. */
-export default fp(async (fastify) => {
-  fastify.decorate('sessionsRepository', createSessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth))
-  // Every instance sweeps: the deletes are cheap, and two at once delete each row once.
-  const sweeping = setInterval(() => { void fastify.sessionsRepository.sweep(fastify.log) }, SWEEP_EVERY_MS).unref()
-  fastify.addHook('onClose', async () => clearInterval(sweeping))
-}, { name: 'sessions-repository', dependencies: ['knex', 'config', 'caller-cache'] })

@@ -1,33 +1,23 @@
-import fp from 'fastify-plugin'
 import type { Knex } from 'knex'
-import type { CallerCache } from '../../lib/auth/caller-cache.js'
-import { uniqueConflict } from '../../lib/db/db-errors.js'
-import { CodedError } from '../../lib/http/error-codes.js'
-import { emailKey } from '../../lib/auth/email.js'
-import { ADMIN_ROLE } from '../../schemas/roles.js'
-import { User, userListFields } from '../../schemas/users.js'
-import { NamedRef } from '../../schemas/common.js'
-import { keysetTable } from '../../lib/db/keyset-table.js'
-import { holdsFilter } from '../../lib/db/list-sql.js'
-import { MAX_ID } from '../../lib/http/limits.js'
-import { prepare, type Database } from '../../lib/db/prepared-query.js'
-import { countAttempt, type Attempt, type AttemptCount } from './throttle.js'
-import type { SessionsRepository } from './sessions-repository.js'
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    usersRepository: ReturnType<typeof createUsersRepository>
-  }
-}
+import type { CallerCache } from '../../../../lib/auth/caller-cache.js'
+import { uniqueConflict } from '../../../../lib/db/db-errors.js'
+import { CodedError } from '../../../../lib/http/error-codes.js'
+import { emailKey } from '../../../../lib/auth/email.js'
+import { ADMIN_ROLE } from '../roles/schema.js'
+import { User, userListFields } from './schema.js'
+import { NamedRef } from '../../../../schemas/common.js'
+import { keysetTable } from '../../../../lib/db/keyset-table.js'
+import { holdsFilter } from '../../../../lib/db/list-sql.js'
+import { MAX_ID } from '../../../../lib/http/limits.js'
+import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
+import { prepare, type Database } from '../../../../lib/db/prepared-query.js'
+import { endSessions } from '../sessions/repository.js'
+import type { Profile } from '../schema.js'
 
 export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[] }
-export interface Profile { id: number, name: string, email: string, roles: string[], permissions: string[], created_at: string, updated_at: string }
-interface Credentials { id: number, password: string }
-/** A login's count under one key, and the user of the e-mail address, if any, on every row. */
-type CountedCredentials = AttemptCount & { [column in keyof Credentials]: Credentials[column] | null }
 export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
 
-function createUsersRepository (database: Database, cache: CallerCache, sessions: SessionsRepository, conflict: (message: string) => Error) {
+function createUsersRepository (database: Database, cache: CallerCache) {
   const { knex } = database
   const notDeleted = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
   const columns = (trx: Knex) => ['u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
@@ -47,31 +37,18 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
       role: holdsFilter('select 1 from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id and lower(r.name) in (select lower(name) from unnest(?::text[]) name)')
     }
   })
-  // By the address's key (lib/auth/email.ts): the callers pass emailKey(address).
-  const credentialsOf = (key: string) => notDeleted(knex)
-    .select('u.id', 'u.password').where('u.email_key', key)
-
-  const queries = {
-    credentials: prepare<[key: string], Credentials>(database, 'users.credentials', key => credentialsOf(key).first()),
-    countedCredentials: prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null, key: string], CountedCredentials>(
-      database, 'users.counted-credentials', (windowSeconds, ipKey, emailCounter, key) => knex
-        .with('counts', countAttempt(knex, windowSeconds, ipKey, emailCounter))
-        .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password')
-        .from('counts as c')
-        .leftJoin(credentialsOf(key).as('user'), knex.raw('true'))),
-    profile: prepare<[id: number], Profile>(database, 'users.profile', id => notDeleted(knex).where('u.id', id).first(
-      'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
-      knex.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
-               where ur.user_id = u.id order by r.name) as roles`),
-      knex.raw(`array(select distinct p.name from user_roles ur
-               join role_permissions rp on rp.role_id = ur.role_id
-               join permissions p on p.id = rp.permission_id
-               where ur.user_id = u.id order by p.name) as permissions`)
-    ))
-  }
+  const profileQuery = prepare<[id: number], Profile>(database, 'users.profile', id => notDeleted(knex).where('u.id', id).first(
+    'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
+    knex.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
+             where ur.user_id = u.id order by r.name) as roles`),
+    knex.raw(`array(select distinct p.name from user_roles ur
+             join role_permissions rp on rp.role_id = ur.role_id
+             join permissions p on p.id = rp.permission_id
+             where ur.user_id = u.id order by p.name) as permissions`)
+  ))
 
   const emailTaken = (error: unknown, email: string | undefined) =>
-    uniqueConflict(error, 'users_email_unique', () => conflict(`The e-mail address ${email} is taken`))
+    uniqueConflict(error, 'users_email_unique', () => new CodedError('email_taken', `The e-mail address ${email} is taken`))
 
   async function setRoles (trx: Knex, userId: number, roleIds: number[]) {
     await trx('user_roles').where({ user_id: userId }).delete()
@@ -103,33 +80,9 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
       return select(trx).where('u.id', id).first()
     },
 
-    /**
-     * The user's password hash, their row locked as `findLocked` locks it: the one a waited-for
-     * change committed, undefined for a user deleted meanwhile.
-     */
-    async lockedPassword (id: number, trx: Knex): Promise<string | undefined> {
-      const row: { password: string } | undefined = await notDeleted(trx).where('u.id', id).forNoKeyUpdate().first('u.password')
-      return row?.password
-    },
-
-    /** What login needs of the user with this address, if there is one. */
-    async findCredentials (email: string, trx: Knex = knex): Promise<Credentials | undefined> {
-      return (await queries.credentials([emailKey(email)], trx)).rows[0]
-    },
-
-    /**
-     * Login's lookup, in the statement that counts the attempt: one round trip to PostgreSQL,
-     * not two. On two cores the main thread's CPU a login fell from 0.9-1.1 ms to 0.75-0.8.
-     */
-    async findCredentialsCounting (email: string, attempt: Attempt): Promise<{ counts: AttemptCount[], user: Credentials | undefined }> {
-      const { rows } = await queries.countedCredentials([attempt.windowSeconds, attempt.ipKey, attempt.emailCounter, emailKey(email)])
-      const [first] = rows
-      return { counts: rows, user: first?.id == null ? undefined : { id: first.id, password: first.password! } }
-    },
-
     /** The caller as the profile shows them: role and permission names. */
     async profile (id: number, trx: Knex = knex): Promise<Profile | undefined> {
-      return (await queries.profile([id], trx)).rows[0]
+      return (await profileQuery([id], trx)).rows[0]
     },
 
     async create (user: NewUser, trx: Knex): Promise<User> {
@@ -184,7 +137,10 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
       // The user's row first, as every change of a user locks it first: ending the sessions
       // first, a logout everywhere would deadlock with a password change of the same user.
       const [{ token_generation: generation }] = await trx('users').where({ id }).increment('token_generation', 1).returning('token_generation')
-      await sessions.endAll(id, trx, keep?.sessionId)
+      await endSessions(trx, cache, qb => {
+        qb.where('user_id', id)
+        return keep?.sessionId === undefined ? qb : qb.whereNot('id', keep.sessionId)
+      }, 'all sessions ended')
       if (keep && keep.sessionId === undefined) {
         await trx('kept_tokens').where('expires_at', '<', trx.fn.now()).delete()
         await trx('kept_tokens').insert({ jti: keep.jti, user_id: id, token_generation: generation, expires_at: keep.expiresAt })
@@ -216,7 +172,9 @@ function createUsersRepository (database: Database, cache: CallerCache, sessions
   }
 }
 
-/** Data access for users and their roles. Password hashes never leave it but for login. */
-export default fp(async (fastify) => {
-  fastify.decorate('usersRepository', createUsersRepository(fastify.database, fastify.callerCache, fastify.sessionsRepository, message => new CodedError('email_taken', message)))
-}, { name: 'users-repository', dependencies: ['knex', 'sensible', 'caller-cache', 'sessions-repository'] })
+/**
+ * Data access for users and their roles. Password hashes never leave it: a password check reads
+ * through lib/auth/credential-queries.ts.
+ */
+export const usersRepository = oncePerDatabase(createUsersRepository)
+export type UsersRepository = ReturnType<typeof createUsersRepository>

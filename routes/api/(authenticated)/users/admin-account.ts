@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto'
 import fp from 'fastify-plugin'
 import knex from 'knex'
-import { knexConfig, startupKnexConfig } from '../../lib/db/knex-config.js'
-import { ADMIN_ROLE } from '../../schemas/roles.js'
+import { knexConfig, startupKnexConfig } from '../../../../lib/db/knex-config.js'
+import { credentialQueries } from '../../../../lib/auth/credential-queries.js'
+import { ADMIN_ROLE } from '../roles/schema.js'
+import { usersRepository } from './repository.js'
 
 export const DEFAULT_ADMIN_EMAIL = 'admin@example.com'
 
@@ -12,11 +14,13 @@ const BOOTSTRAP_LOCK = 7_355_609
  * Makes sure an administrator exists: the user of ADMIN_EMAIL / ADMIN_PASSWORD when set
  * (an existing user of that address keeps their password and gains Admin); else, where
  * the configuration asks for it (the embedded database) and nobody holds Admin,
- * admin@example.com with a random password that is logged once.
+ * admin@example.com with a random password that is logged once. The users' routes register it:
+ * their data access makes the administrator.
  */
 export default fp(async (fastify) => {
   const { adminEmail, adminPassword, generateAdmin } = fastify.config.auth
-  const { usersRepository } = fastify
+  const users = usersRepository(fastify.database, fastify.callerCache)
+  const credentials = credentialQueries(fastify.database)
 
   /**
    * Gives the user of this address Admin, creating them with this password if needed; true
@@ -33,12 +37,12 @@ export default fp(async (fastify) => {
       return await startupDb.transaction(async trx => {
         // Serialised, so that instances starting together create one administrator.
         await trx.raw('select pg_advisory_xact_lock(?)', [BOOTSTRAP_LOCK])
-        if (onlyIfNone && await usersRepository.countAdmins(trx) > 0) return false
+        if (onlyIfNone && await users.countAdmins(trx) > 0) return false
         // The role the first migration made, by its name as the users' routes find roles.
         const admin: { id: number } = await trx('roles').whereRaw('lower(name) = lower(?)', [ADMIN_ROLE]).first('id')
-        const existing = await usersRepository.findCredentials(email, trx)
+        const existing = await credentials.find(email, trx)
         const userId = existing?.id ??
-          (await usersRepository.create({ name: 'Administrator', email, passwordHash, roleIds: [] }, trx)).id
+          (await users.create({ name: 'Administrator', email, passwordHash, roleIds: [] }, trx)).id
         await trx('user_roles').insert({ user_id: userId, role_id: admin.id }).onConflict(['user_id', 'role_id']).ignore()
         return existing === undefined
       })
@@ -55,4 +59,4 @@ export default fp(async (fastify) => {
       fastify.log.warn({ email: DEFAULT_ADMIN_EMAIL, password }, 'created the administrator: this password is shown once only')
     }
   }
-}, { name: 'admin-account', dependencies: ['config', 'passwords', 'users-repository'] })
+}, { name: 'admin-account', dependencies: ['config', 'passwords', 'caller-cache'] })

@@ -1,0 +1,66 @@
+import type { Knex } from 'knex'
+import { oncePerDatabase } from '../db/once-per-database.js'
+import { prepare, type Database } from '../db/prepared-query.js'
+import { countAttempt, type Attempt, type AttemptCount } from './attempt-counts.js'
+import { emailKey } from './email.js'
+
+/** What a password check needs of a user: who they are, and their password's hash. */
+export interface Credentials { id: number, password: string }
+/** A login's count under one key, and the user of the e-mail address, if any, on every row. */
+type CountedCredentials = AttemptCount & { [column in keyof Credentials]: Credentials[column] | null }
+
+/**
+ * The reads of a password check (login, and the password asked again before a sensitive change):
+ * queries of their own, so that neither needs the users' data access. Password hashes leave the
+ * database through these only.
+ */
+function createCredentialQueries (database: Database) {
+  const { knex } = database
+  const notDeleted = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
+  // By the address's key (lib/auth/email.ts).
+  const credentialsOf = (key: string) => notDeleted(knex).select('u.id', 'u.password').where('u.email_key', key)
+
+  const credentials = prepare<[key: string], Credentials>(database, 'users.credentials', key => credentialsOf(key).first())
+  const countedCredentials = prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null, key: string], CountedCredentials>(
+    database, 'users.counted-credentials', (windowSeconds, ipKey, emailCounter, key) => knex
+      .with('counts', countAttempt(knex, windowSeconds, ipKey, emailCounter))
+      .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password')
+      .from('counts as c')
+      .leftJoin(credentialsOf(key).as('user'), knex.raw('true')))
+
+  return {
+    /** The user with this address, if there is one. */
+    async find (email: string, trx: Knex = knex): Promise<Credentials | undefined> {
+      return (await credentials([emailKey(email)], trx)).rows[0]
+    },
+
+    /**
+     * Login's lookup, in the statement that counts the attempt: one round trip to PostgreSQL,
+     * not two (docs/performance.md).
+     */
+    async findCounting (email: string, attempt: Attempt): Promise<{ counts: AttemptCount[], user: Credentials | undefined }> {
+      const { rows } = await countedCredentials([attempt.windowSeconds, attempt.ipKey, attempt.emailCounter, emailKey(email)])
+      const [first] = rows
+      return { counts: rows, user: first?.id == null ? undefined : { id: first.id, password: first.password! } }
+    },
+
+    /** The address of the user, unless deleted. */
+    async emailOf (id: number): Promise<string | undefined> {
+      const row: { email: string } | undefined = await notDeleted(knex).where('u.id', id).first('u.email')
+      return row?.email
+    },
+
+    /**
+     * The user's password hash, their row locked until `trx` ends as every change of a user
+     * locks it (FOR NO KEY UPDATE): the one a waited-for change committed, undefined for a user
+     * deleted meanwhile.
+     */
+    async lockedPassword (id: number, trx: Knex): Promise<string | undefined> {
+      const row: { password: string } | undefined = await notDeleted(trx).where('u.id', id).forNoKeyUpdate().first('u.password')
+      return row?.password
+    }
+  }
+}
+
+export const credentialQueries = oncePerDatabase(createCredentialQueries)
+export type CredentialQueries = ReturnType<typeof createCredentialQueries>

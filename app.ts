@@ -3,11 +3,10 @@ import AutoLoad, { type AutoloadPluginOptions } from '@fastify/autoload'
 import fp from 'fastify-plugin'
 import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import type { LoadedConfig } from './lib/process/config.js'
+import type { AppOptions, LoadedConfig } from './lib/process/config.js'
 import { buildValidator } from './lib/http/validation.js'
 import { parseQueryString } from './lib/http/query-string.js'
 import { requestId } from './lib/http/request-id.js'
-import type { AppOptions } from './plugins/app/config.js'
 import { clientErrorHandler, frameworkErrors } from './plugins/app/errors.js'
 
 export type { AppOptions }
@@ -51,14 +50,25 @@ export function serverOptions (config: LoadedConfig): FastifyServerOptions {
   }
 }
 
-/** The application as one plugin: the plugins first, then the routes. */
+/**
+ * The application as one plugin, in three passes: the libraries, what every route shares, the
+ * routes. Autoload registers each plugin of a folder after the ones its `dependencies` name.
+ *
+ * The onRequest hooks of every request run in the order their plugins were registered, and a
+ * client can tell that order apart; each of these names the one before it as a dependency:
+ *   request-log       X-Request-Id, on every answer, even a refusal by the hooks after it
+ *   security-headers  the same for the security headers
+ *   metrics           the request counted in flight
+ *   cors              a preflight answered, or refused in the error body
+ *   load-shedding     503 while overloaded or closing, with the headers above, CORS's included
+ *   request-timing    HANDLER_TIMEOUT's clock, for the requests that get this far
+ *   tracing           the request's span
+ */
 async function app (fastify: FastifyInstance, opts: AppOptions) {
-  // plugins/external/ wraps libraries, plugins/app/ holds the application's own; autoload
-  // registers them all in the order their `dependencies` ask for.
-  await fastify.register(AutoLoad, {
-    dir: path.join(import.meta.dirname, 'plugins'),
-    options: opts
-  })
+  // Libraries, each wrapped with its settings: they depend on nothing of the application's.
+  await fastify.register(AutoLoad, { dir: path.join(import.meta.dirname, 'plugins', 'external'), options: opts })
+  // What every route shares: the configuration, the error body, the token check, the write path…
+  await fastify.register(AutoLoad, { dir: path.join(import.meta.dirname, 'plugins', 'app'), options: opts })
   await fastify.register(AutoLoad, routesFolder(path.join(import.meta.dirname, 'routes'), opts))
 }
 

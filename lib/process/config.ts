@@ -44,6 +44,11 @@ export interface Config {
   tracing: TracingConfig | null
 }
 
+/** What the app is built with (app.ts), and what autoload hands each of its plugins. */
+export interface AppOptions {
+  config: Config
+}
+
 export interface MetricsConfig {
   host: string
   /** 0: any free port. */

@@ -1,14 +1,10 @@
 import fp from 'fastify-plugin'
-import type { Config } from '../../lib/process/config.js'
+import type { AppOptions, Config } from '../../lib/process/config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     config: Config
   }
-}
-
-export interface AppOptions {
-  config: Config
 }
 
 /** Exposes the configuration that server.ts (or the test helper) validated once. */

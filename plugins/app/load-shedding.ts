@@ -63,4 +63,4 @@ export default fp(async (fastify) => {
     if (lag <= maxEventLoopDelay || request.url === '/health/live') return done()
     done(new UnavailableError('The service is overloaded; try again later'))
   })
-}, { name: 'load-shedding', dependencies: ['config', 'errors', 'security-headers', 'cors'] })
+}, { name: 'load-shedding', dependencies: ['config', 'errors', 'cors'] })

@@ -80,8 +80,8 @@ export default fp(async (fastify) => {
     done()
   })
   // Out of flight once, whichever comes: the answer, or the client going first (whose request
-  // may never be answered, or answered too: Fastify promises neither). A request answered by
-  // a hook before this plugin's onRequest ran (load shedding) never counted.
+  // may never be answered, or answered too: Fastify promises neither). The hooks that may
+  // answer a request themselves (CORS, load shedding) run after this one's (app.ts).
   function stopCountingInFlight (request: FastifyRequest): void {
     inFlight -= request.countedInFlight
     request.countedInFlight = 0
@@ -155,4 +155,4 @@ export default fp(async (fastify) => {
   fastify.addHook('onClose', async () => {
     if (server) await closeMetrics(server)
   })
-}, { name: 'metrics', dependencies: ['config', 'knex', 'caller-cache', 'passwords'] })
+}, { name: 'metrics', dependencies: ['config', 'knex', 'caller-cache', 'passwords', 'security-headers'] })

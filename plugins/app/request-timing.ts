@@ -75,4 +75,4 @@ export default fp(async (fastify) => {
     clearTimeout(request.handlerTimer!)
     done()
   })
-}, { name: 'request-timing', dependencies: ['config', 'sensible'] })
+}, { name: 'request-timing', dependencies: ['config', 'sensible', 'load-shedding'] })

@@ -20,4 +20,4 @@ export default fp(async (fastify) => {
     reply.headers(SECURITY_HEADERS)
     done()
   })
-}, { name: 'security-headers' })
+}, { name: 'security-headers', dependencies: ['request-log'] })

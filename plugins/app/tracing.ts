@@ -90,4 +90,4 @@ export default fp(async (fastify) => {
     span.end()
     done()
   })
-}, { name: 'tracing', dependencies: ['config', 'knex'] })
+}, { name: 'tracing', dependencies: ['config', 'knex', 'request-timing'] })

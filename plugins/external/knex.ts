@@ -7,6 +7,7 @@ import { PooledClient } from '../../lib/db/pooled-client.js'
 import { waitForDatabase } from '../../lib/db/wait-for-database.js'
 import { ServiceClient, ServicePool } from '../../lib/db/service-client.js'
 import type { Database } from '../../lib/db/prepared-query.js'
+import type { AppOptions } from '../../lib/process/config.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -24,16 +25,16 @@ declare module 'fastify' {
  * prepared queries share (knex's `connectionPool`); migrated to the latest schema before the
  * app serves (MIGRATE=false: only checked to be there).
  */
-export default fp(async (fastify) => {
-  const config = knexConfig(fastify.config, { logger: fastify.log })
-  const { dbAcquire, dbConnect } = fastify.config.timeouts
-  const Client = throughPooler(fastify.config) ? PooledClient : ServiceClient
+export default fp<AppOptions>(async (fastify, { config: settings }) => {
+  const config = knexConfig(settings, { logger: fastify.log })
+  const { dbAcquire, dbConnect } = settings.timeouts
+  const Client = throughPooler(settings) ? PooledClient : ServiceClient
   // pg's pool bounds a request's wait for a connection (a free one, or a new one opened) by its
   // connectionTimeoutMillis, DB_ACQUIRE_TIMEOUT, and hands its options on to the connections it
   // opens: theirs is DB_CONNECT_TIMEOUT again.
   const pool = new ServicePool({
     ...config.connection as pg.ClientConfig,
-    max: fastify.config.dbPoolMax,
+    max: settings.dbPoolMax,
     connectionTimeoutMillis: dbAcquire,
     Client: class extends Client {
       constructor (options?: pg.ClientConfig) { super({ ...options, connectionTimeoutMillis: dbConnect }) }
@@ -59,9 +60,9 @@ export default fp(async (fastify) => {
   })
   // A database started alongside (compose, a pod beside it) may not answer yet: start-up waits
   // for it, up to DB_STARTUP_WAIT, rather than exit and leave it to a restart policy.
-  const direct = knexConfig(fastify.config, { direct: true, logger: fastify.log })
-  await waitForDatabase(direct.connection as pg.ClientConfig, fastify.config.timeouts.dbStartupWait, fastify.log)
-  if (fastify.config.migrate) {
+  const direct = knexConfig(settings, { direct: true, logger: fastify.log })
+  await waitForDatabase(direct.connection as pg.ClientConfig, settings.timeouts.dbStartupWait, fastify.log)
+  if (settings.migrate) {
     await migrateToLatest(direct)
     return
   }
@@ -71,4 +72,4 @@ export default fp(async (fastify) => {
   if (pending.length > 0) {
     throw new Error(`The database lacks ${pending.length} migration(s) of this release (${pending.join(', ')}): run npm run migrate, or start with MIGRATE=true`)
   }
-}, { name: 'knex', dependencies: ['config'] })
+}, { name: 'knex' })

@@ -152,4 +152,4 @@ export default fp(async (fastify) => {
     transformStaticCSP: (policy: string) => policy.replace(/\s*upgrade-insecure-requests;?/, ''),
     theme: { title: TITLE }
   })
-}, { name: 'swagger', dependencies: ['schemas', 'compress'] })
+}, { name: 'swagger', dependencies: ['compress'] })

@@ -19,4 +19,4 @@ export default fp(async (fastify) => {
     exposedHeaders: ['Location', 'Link', 'X-Total-Count', 'Retry-After', 'WWW-Authenticate', 'ETag', 'Idempotent-Replayed', 'X-Request-Id', 'traceparent'],
     maxAge: 600
   })
-}, { name: 'cors', dependencies: ['config', 'errors', 'sensible', 'security-headers'] })
+}, { name: 'cors', dependencies: ['config', 'errors', 'sensible', 'metrics'] })

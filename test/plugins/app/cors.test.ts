@@ -54,4 +54,15 @@ t.test('a 503 of load shedding carries the CORS headers, so that a browser can r
   t.equal(shed!.statusCode, 503)
   t.equal(shed!.headers['access-control-allow-origin'], 'https://app.example.com')
   t.match(shed!.headers['access-control-expose-headers'], /Retry-After/)
+  t.ok(shed!.headers['x-request-id'], 'and its X-Request-Id, as every answer')
+  t.equal(shed!.headers['x-content-type-options'], 'nosniff', 'and the security headers')
+})
+
+t.test('a preflight refused for a missing header carries X-Request-Id and the security headers, as every answer', async t => {
+  const app = await build(t, { corsOrigins: ['https://app.example.com'] })
+  const res = await app.inject({ method: 'OPTIONS', url: '/api/clients', headers: { origin: 'https://app.example.com', 'x-request-id': 'preflight-1' } })
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { success: false, statusCode: 400 })
+  t.equal(res.headers['x-request-id'], 'preflight-1')
+  t.equal(res.headers['x-content-type-options'], 'nosniff')
 })

@@ -1,4 +1,6 @@
 import neostandard from 'neostandard'
+import { importX } from 'eslint-plugin-import-x'
+import { createTypeScriptImportResolver } from 'eslint-import-resolver-typescript'
 
 // The Fastify organisation's style: standard, with TypeScript.
 export default [
@@ -15,6 +17,14 @@ export default [
       // Client`); TypeScript itself reports a real redeclaration.
       '@typescript-eslint/no-redeclare': 'off'
     }
+  },
+  // No module imports one that imports it back, however far round: the layers below stay
+  // loadable on their own, and the order modules load in never decides what a value is.
+  {
+    files: ['**/*.ts'],
+    plugins: { 'import-x': importX },
+    settings: { ...importX.flatConfigs.typescript.settings, 'import-x/resolver-next': [createTypeScriptImportResolver()] },
+    rules: { 'import-x/no-cycle': 'error' }
   },
   // The layers, each importing only the ones under it: lib/ (plain code, no Fastify app),
   // plugins/external/ (libraries' wrappers), plugins/app/ (what every route shares), routes/.

@@ -213,6 +213,10 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, PORT: 'abc' }, /^PORT must be a whole number from 0 to 65535, got "abc"$/],
     [{ ...withDb, PORT: '70000' }, /^PORT /],
     [{ ...withDb, PORT: '-1' }, /^PORT /],
+    // What a JSON Schema validator's coercion would take for a number (docs/performance.md, "Libraries").
+    [{ ...withDb, PORT: '0x10' }, /^PORT must be a whole number from 0 to 65535, got "0x10"$/],
+    [{ ...withDb, DB_POOL_MAX: '1e3' }, /^DB_POOL_MAX must be a whole number from 1 to 1000, got "1e3"$/],
+    [{ ...withDb, WORKERS: '2.0' }, /^WORKERS must be a whole number from 1 to 256, got "2.0"$/],
     [{ ...withDb, DB_PORT: '0' }, /^DB_PORT /],
     [{ ...withDb, DB_POOL_MAX: '0' }, /^DB_POOL_MAX /],
     [{ ...withDb, WORKERS: '0' }, /^WORKERS must be a whole number from 1 to 256, got "0"$/],

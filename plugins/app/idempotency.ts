@@ -52,7 +52,7 @@ const SWEEP_EVERY_MS = 60_000
 const FINGERPRINT_FORM = '2:'
 
 interface StoredAnswer { status: number, headers: Record<string, string>, body: string }
-interface KeptRecord { fingerprint: string, live: boolean, record: string | null, status: number, headers: Record<string, string> | null, body: string | null }
+interface KeptRecord { fingerprint: string, unexpired: boolean, record: string | null, status: number, headers: Record<string, string> | null, body: string | null }
 
 // One statement, one round trip: the key's lock, taken without waiting (a repeat while the
 // first's transaction runs gets 409 at once rather than holding a connection), and the key's
@@ -62,7 +62,7 @@ const LOOK_UP = `
   from (select pg_try_advisory_xact_lock(hashtextextended(?, 0)) as locked) l
   left join idempotency_keys k on l.locked and k.scope = ? and k.key = ? and k.expires_at > now()`
 
-// An expired key is a new key. No row comes back where a live key stands already: another
+// An expired key is a new key. No row comes back where an unexpired key stands already: another
 // request with it committed between this one's look-up and its lock (the look-up's snapshot
 // is taken before the lock).
 const KEEP = `
@@ -86,7 +86,7 @@ const keptBy = (mark: string, values: Scalar[]): CteWrite => ({
   values
 })
 
-const FIND = `select fingerprint, expires_at > now() as live, record, status, headers, body
+const FIND = `select fingerprint, expires_at > now() as unexpired, record, status, headers, body
   from idempotency_keys where scope = $1 and key = $2`
 const DROP_EXPIRED = 'delete from idempotency_keys where scope = $1 and key = $2 and expires_at <= now()'
 
@@ -202,7 +202,7 @@ export default fp(async (fastify) => {
         const { failure } = outcome
         // The INSERT failed: as a repeat of a request whose key is kept, or on its own account.
         const { rows: [kept] } = await runOnPool(fastify.pgPool, find, [scope, key])
-        if (kept === undefined || !kept.live) {
+        if (kept === undefined || !kept.unexpired) {
           if (!isKeyConflict(failure)) throw insertion.failure(failure)
           // The key's row expired: an expired key is a new key, whose row goes, and the INSERT
           // is tried once more.

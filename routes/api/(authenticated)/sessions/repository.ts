@@ -90,6 +90,14 @@ function sessionStatements (database: Database) {
   }
 }
 
+/**
+ * What nothing shows or needs any longer: sessions ended or expired a day ago or more (their
+ * refresh tokens go with them), and refresh tokens of live sessions expired as long ago (one
+ * presented again gets 401 as unknown, not the end of its session: it could not refresh anyway).
+ */
+const SWEEP_SESSIONS = 'delete from sessions where ended_at < now() - interval \'1 day\' or expires_at < now() - interval \'1 day\''
+const SWEEP_REFRESH_TOKENS = 'delete from refresh_tokens where expires_at < now() - interval \'1 day\''
+
 /** Ends the sessions the query finds, at once on this instance, on the others by notification. */
 export async function endSessions (trx: Knex, cache: CallerCache, where: (qb: Knex.QueryBuilder) => Knex.QueryBuilder, reason: EndReason): Promise<EndedSession[]> {
   const ended: EndedSession[] = await where(trx('sessions').whereNull('ended_at'))
@@ -232,11 +240,3 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
 /** Data access for sessions and their refresh tokens, and the sweep of what is past. */
 export const sessionsRepository = oncePerDatabase(createSessionsRepository)
 export type SessionsRepository = ReturnType<typeof createSessionsRepository>
-
-/**
- * What nothing shows or needs any longer: sessions ended or expired a day ago or more (their
- * refresh tokens go with them), and refresh tokens of live sessions expired as long ago (one
- * presented again gets 401 as unknown, not the end of its session: it could not refresh anyway).
- */
-const SWEEP_SESSIONS = 'delete from sessions where ended_at < now() - interval \'1 day\' or expires_at < now() - interval \'1 day\''
-const SWEEP_REFRESH_TOKENS = 'delete from refresh_tokens where expires_at < now() - interval \'1 day\''

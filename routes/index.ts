@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { DOCUMENTATION_PATH, TITLE } from '../plugins/external/swagger.js'
+import { DOCUMENTATION_PATH, TITLE } from '../lib/http/documentation.js'
 import { packageInfo } from '../lib/process/package-info.js'
 import { Service, serviceSchemas, serviceTag } from './schema.js'
 

@@ -63,4 +63,3 @@ function createCredentialQueries (database: Database) {
 }
 
 export const credentialQueries = oncePerDatabase(createCredentialQueries)
-export type CredentialQueries = ReturnType<typeof createCredentialQueries>

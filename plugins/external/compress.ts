@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { RouteOptions } from 'fastify'
 import compress from '@fastify/compress'
-import { DOCUMENTATION_PATH } from './swagger.js'
+import { DOCUMENTATION_PATH } from '../../lib/http/documentation.js'
 
 /**
  * What can answer past the threshold: the documentation (the OpenAPI document, the page's

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { OpenApiTag } from '../../plugins/external/swagger.js'
+import type { OpenApiTag } from '../../plugins/app/swagger.js'
 import { CodedError } from '../../lib/http/error-codes.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'

@@ -62,7 +62,7 @@ t.test('a preflight refused for a missing header carries X-Request-Id and the se
   const app = await build(t, { corsOrigins: ['https://app.example.com'] })
   const res = await app.inject({ method: 'OPTIONS', url: '/api/clients', headers: { origin: 'https://app.example.com', 'x-request-id': 'preflight-1' } })
   t.equal(res.statusCode, 400)
-  t.match(res.json(), { success: false, statusCode: 400 })
+  t.match(res.json(), { success: false, statusCode: 400, code: 'bad_request' })
   t.equal(res.headers['x-request-id'], 'preflight-1')
   t.equal(res.headers['x-content-type-options'], 'nosniff')
 })

@@ -43,3 +43,19 @@ t.test('the lag of start-up sheds nothing: the first request once it listens is 
   const { port } = fastify.server.address() as AddressInfo
   t.equal((await fetch(`http://127.0.0.1:${port}/students?limit=1`)).status, 200)
 })
+
+t.test('a request shed is answered in the error body with Retry-After, on the documentation\'s routes as on the API\'s', async t => {
+  const app = await build(t, config => { config.timeouts.maxEventLoopDelay = 100 })
+  // The documentation's routes are a library's (swagger-ui), registered in a plugin of their own.
+  for (const url of ['/students', '/documentation/json']) {
+    let shed: Awaited<ReturnType<typeof app.inject>> | undefined
+    for (let stalls = 0; stalls < 20 && shed?.statusCode !== 503; stalls++) {
+      stall(600)
+      await sleep(0)
+      shed = await app.inject({ url })
+    }
+    t.equal(shed!.statusCode, 503, url)
+    t.match(shed!.json(), { success: false, statusCode: 503, code: 'unavailable' }, `${url}: the error body`)
+    t.ok(Number(shed!.headers['retry-after']) > 0, `${url}: Retry-After`)
+  }
+})

@@ -239,4 +239,3 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
 
 /** Data access for sessions and their refresh tokens, and the sweep of what is past. */
 export const sessionsRepository = oncePerDatabase(createSessionsRepository)
-export type SessionsRepository = ReturnType<typeof createSessionsRepository>

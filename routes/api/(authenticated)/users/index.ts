@@ -23,8 +23,9 @@ const userTag = representationTagger(User, [NamedRef])
 
 /**
  * `/api/users`: users and their roles, behind the user-* permissions, and the administrator made
- * at start-up (admin-account.ts). Their data access is repository.ts, which login and the
- * profile use too; a password check reads through lib/auth/credential-queries.ts.
+ * at start-up (admin-account.ts). Their data access is repository.ts, which the folders that
+ * act on users import too (login, the profile, API keys, npm run reset-password); a password
+ * check reads through lib/auth/credential-queries.ts.
  */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })

@@ -177,4 +177,3 @@ function createUsersRepository (database: Database, cache: CallerCache) {
  * through lib/auth/credential-queries.ts.
  */
 export const usersRepository = oncePerDatabase(createUsersRepository)
-export type UsersRepository = ReturnType<typeof createUsersRepository>

@@ -4,10 +4,7 @@ import fp from 'fastify-plugin'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { packageInfo } from '../../lib/process/package-info.js'
-
-export const TITLE = 'Student records API'
-/** The documentation page's address; the document is at its `/json` and `/yaml`. */
-export const DOCUMENTATION_PATH = '/documentation'
+import { DOCUMENTATION_PATH, TITLE } from '../../lib/http/documentation.js'
 
 export interface OpenApiTag { name: string, description: string }
 
@@ -107,7 +104,8 @@ function withQueryStyles<T extends OpenApiDocument> (document: T): T {
 /**
  * The OpenAPI 3.1 document, built from the routes' TypeBox schemas and served at
  * /documentation/json and /documentation/yaml, with a browsable page at /documentation
- * whose assets are served from the package itself (no CDN).
+ * whose assets are served from the package itself (no CDN). An app plugin, after the error
+ * body's: the page's routes keep the error handler of when they were registered.
  */
 export default fp(async (fastify) => {
   const declared: { tag: OpenApiTag, order: number }[] = []
@@ -152,4 +150,4 @@ export default fp(async (fastify) => {
     transformStaticCSP: (policy: string) => policy.replace(/\s*upgrade-insecure-requests;?/, ''),
     theme: { title: TITLE }
   })
-}, { name: 'swagger', dependencies: ['compress'] })
+}, { name: 'swagger', dependencies: ['compress', 'errors', 'schemas'] })

@@ -26,6 +26,11 @@ export interface KeysetTableOptions {
   customFilters?: Record<string, CustomFilter>
   /** The id column as `rows` names it. */
   id?: string
+  /**
+   * Whether ids are change positions (lib/db/settled-position.ts): a list then shows the rows
+   * up to the settled position its caller gives only, so that one following its pages skips none.
+   */
+  settled?: boolean
 }
 
 /** One page of a list: its rows, and what the `Link` to the next and the count say. */
@@ -65,7 +70,9 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as 
  */
 export function keysetTable<Row> (database: Database, options: KeysetTableOptions) {
   const { knex, pool } = database
-  const { name, rows, columns, schema, references = [], fields, customFilters = {}, id = 'id' } = options
+  const { name, rows, columns, schema, references = [], fields, customFilters = {}, id = 'id', settled = false } = options
+  // The rows a list may show: all, or those up to the settled position.
+  const shown = (knex: Knex, through: number) => settled ? rows(knex).where(id, '<=', through) : rows(knex)
   // A page's cursor takes each sort key from the row, by the name the row has it under.
   const selected = new Set(columns.filter(column => typeof column === 'string').map(column => column.split('.').at(-1)))
   for (const [field, { column, sortable }] of Object.entries(fields)) {
@@ -74,6 +81,8 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   }
   const plainList = prepare<[after: number, limit: number], JsonRow>(database, `${name}.list`, (after, limit) =>
     rows(knex).select(columns).where(id, '>', after).orderBy(id).limit(limit), jsonRows(schema, references))
+  const plainSettledList = settled && prepare<[after: number, limit: number, through: number], JsonRow>(database, `${name}.settled-list`, (after, limit, through) =>
+    shown(knex, through).select(columns).where(id, '>', after).orderBy(id).limit(limit), jsonRows(schema, references))
   // A row is found with its version, which tags it (lib/db/row-versions.ts).
   const table = id.includes('.') ? id.slice(0, id.lastIndexOf('.')) : undefined
   const find = prepare<[id: number], Versioned<Row>>(database, `${name}.find`, rowId =>
@@ -97,8 +106,8 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   }
 
   /** The count asked for: PostgreSQL's planner's estimate, or every matching row counted. */
-  async function count (request: ListRequest): Promise<number> {
-    const { sql, bindings } = applyFilters(rows(knex), fields, request.filters, customFilters).select(knex.raw('1')).toSQL().toNative()
+  async function count (request: ListRequest, through: number): Promise<number> {
+    const { sql, bindings } = applyFilters(shown(knex, through), fields, request.filters, customFilters).select(knex.raw('1')).toSQL().toNative()
     const values = bindings as unknown[]
     if (request.count === 'exact') {
       const result = await pool.query({ text: `select count(*)::int as total from (${sql}) matching`, values })
@@ -123,20 +132,21 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   }
 
   /** The query of a page that is not the plain list in id order. */
-  function pageQuery (request: ListRequest, keys = orderKeys(fields, id, request)): Knex.QueryBuilder {
-    return applyKeyset(applyFilters(rows(knex).select(columns), fields, request.filters, customFilters), keys, request.after).limit(request.limit + 1)
+  function pageQuery (request: ListRequest, through: number, keys = orderKeys(fields, id, request)): Knex.QueryBuilder {
+    return applyKeyset(applyFilters(shown(knex, through).select(columns), fields, request.filters, customFilters), keys, request.after).limit(request.limit + 1)
   }
 
-  async function page (request: ListRequest): Promise<Omit<ListPage, 'total'>> {
+  async function page (request: ListRequest, through: number): Promise<Omit<ListPage, 'total'>> {
     const { limit } = request
     if (request.filters.length === 0 && request.sort.length === 0) {
-      const found = (await plainList([request.after?.id ?? 0, limit + 1])).rows
+      const after = request.after?.id ?? 0
+      const found = (await (plainSettledList ? plainSettledList([after, limit + 1, through]) : plainList([after, limit + 1]))).rows
       if (found.length <= limit) return { rows: found }
       found.length = limit
       return { rows: found, next: { values: [], id: found[limit - 1]!.id } }
     }
     const keys = orderKeys(fields, id, request)
-    const values = await run(pageQuery(request, keys))
+    const values = await run(pageQuery(request, through, keys))
     const found = values.slice(0, limit).map(row => toRow!(row))
     if (values.length <= limit) return { rows: found }
     const last = values[limit - 1]!
@@ -145,25 +155,28 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   }
 
   return {
-    /** One page of a list as the request asks, and its count if asked for, both at once. */
-    async query (request: ListRequest): Promise<ListPage> {
+    /**
+     * One page of a list as the request asks, and its count if asked for, both at once; of a
+     * `settled` table, the rows up to the settled position `through` only.
+     */
+    async query (request: ListRequest, through = Number.MAX_SAFE_INTEGER): Promise<ListPage> {
       // A first page with no next holds every matching row: its count is exact, and neither the
       // planner nor the table is asked.
-      if (request.count === undefined) return page(request)
+      if (request.count === undefined) return page(request, through)
       const estimateAfter = request.count === 'estimated' && request.after === undefined
-      const [found, total] = await Promise.all([page(request), estimateAfter ? undefined : count(request)])
+      const [found, total] = await Promise.all([page(request, through), estimateAfter ? undefined : count(request, through)])
       if (request.count === 'exact') return { ...found, total }
       if (estimateAfter && !found.next) return { ...found, total: found.rows.length }
       // Never less than the page shows (its rows, and one more when a next page follows): an
       // estimate is 10,000 or more, and a count all there are, but it runs apart from the page:
       // rows deleted in between would make it fewer.
       const shown = found.rows.length + (found.next ? 1 : 0)
-      return { ...found, total: Math.max(total ?? await count(request), shown) }
+      return { ...found, total: Math.max(total ?? await count(request, through), shown) }
     },
 
     /** The SQL and values a page of this list runs, for EXPLAIN. */
     pageSql (request: ListRequest): Knex.SqlNative {
-      return pageQuery(request).toSQL().toNative()
+      return pageQuery(request, Number.MAX_SAFE_INTEGER).toSQL().toNative()
     },
 
     /** The row of this id with its version, if any; an id past PostgreSQL's integers names none. */

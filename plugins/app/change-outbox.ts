@@ -61,9 +61,14 @@ const createdRow = (first: number) => `outboxed as (insert into change_outbox (r
   select $${first}, 'create', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, created.id, to_jsonb(created) - 'version' from created)`
 
 const SWEEP_BATCH = 10_000
-// By ctid: the table's one B-tree is on (txid, id), which the sweep does not use.
-const SWEEP = `delete from change_outbox where ctid = any(array(
-  select ctid from change_outbox where at < now() - make_interval(secs => $1) limit ${SWEEP_BATCH}))`
+// By ctid: the sweep goes by time, which the table's one B-tree (its id) does not serve. The
+// highest id swept is kept, so that a cursor below it is known to have missed rows.
+const SWEEP = `with gone as (delete from change_outbox where ctid = any(array(
+    select ctid from change_outbox where at < now() - make_interval(secs => $1) limit ${SWEEP_BATCH}))
+    returning id),
+  marked as (update swept_positions set through = greatest(through, (select max(id) from gone))
+    where source = 'change_outbox' and exists (select 1 from gone))
+  select count(*)::int as swept from gone`
 
 /**
  * The change outbox (db/migrations/20261201000000_change_outbox.ts): every create, update and
@@ -102,8 +107,8 @@ export default fp(async (fastify) => {
   })
 
   fastify.decorate('outboxSweep', async () => {
-    const { rowCount } = await fastify.pgPool.query(SWEEP, [retentionSeconds])
-    return rowCount!
+    const { rows } = await fastify.pgPool.query<{ swept: number }>(SWEEP, [retentionSeconds])
+    return rows[0]!.swept
   })
   sweepHourly(fastify, 'the change outbox', fastify.outboxSweep)
 }, { name: 'change-outbox', dependencies: ['config', 'knex'] })

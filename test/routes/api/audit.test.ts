@@ -261,6 +261,46 @@ t.test('GET /api/audit: audit-list only, newest first, filtered, paged by cursor
   t.equal(write.headers.allow, 'GET, HEAD')
 })
 
+t.test('a reader following next in id order misses no entry of a transaction that committed after a later one', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  /** Every entry's id, following `next` from the first page of two in id order. */
+  async function readAll (): Promise<number[]> {
+    const seen: number[] = []
+    for (let url: string | undefined = '/api/audit?sort=id&limit=2'; url !== undefined;) {
+      const res = await request(app, admin.token, 'GET', url)
+      t.equal(res.statusCode, 200)
+      seen.push(...res.json().data.map((entry: Entry) => entry.id))
+      url = /<([^>]+)>; rel="next"/.exec(res.headers.link as string ?? '')?.[1]
+    }
+    return seen
+  }
+
+  // A transaction that writes its entry first and commits last: its id is the lower.
+  const slow = await app.knex.transaction()
+  const early = Number((await slow('audit_log').insert({ action: 'create', resource: 'student', resource_id: null }).returning('id'))[0].id)
+  const created = await request(app, admin.token, 'POST', '/api/clients', client)
+  t.equal(created.statusCode, 201, 'a later change commits first')
+  const reading = readAll()
+  setTimeout(() => { void slow.commit() }, 200)
+  const seen = await reading
+
+  const late = Number((await app.knex('audit_log').where({ resource: 'client', resource_id: created.json().data.id }).first('id')).id)
+  t.ok(early < late, 'the entry committed last has the lower id')
+  t.ok(seen.includes(early), 'the reader saw the entry of the transaction that committed last')
+  t.ok(seen.includes(late))
+  t.same(seen, [...new Set(seen)].sort((a, b) => a - b), 'in id order, none twice')
+
+  // A transaction rolled back holds a reader back only while it is in flight.
+  const rolledBack = await app.knex.transaction()
+  const never = Number((await rolledBack('audit_log').insert({ action: 'create', resource: 'student', resource_id: null }).returning('id'))[0].id)
+  const again = readAll()
+  setTimeout(() => { void rolledBack.rollback().catch(() => undefined) }, 100)
+  const after = await again
+  t.same(after, seen, 'the same entries, and not the one rolled back')
+  t.notOk(after.includes(never))
+})
+
 t.test('a key\'s changes name the key; the log is append-only but for the retention sweep', async t => {
   const app = await build(t, config => { config.audit.retentionSeconds = 86_400 })
   const admin = await userWithRoles(app, ['Admin'])

@@ -46,7 +46,7 @@ export const auditSchemas = {
     security: TOKEN_OR_KEY,
     operationId: 'audit.index',
     summary: 'List audit entries',
-    description: 'Newest first unless `sort` or `after` says otherwise, filtered as asked, `limit` at a time (default 100, at most 1000); needs audit-list. Nothing changes or deletes an entry but the sweep of those older than AUDIT_RETENTION.',
+    description: 'Newest first unless `sort` or `after` says otherwise, filtered as asked, `limit` at a time (default 100, at most 1000); needs audit-list. Nothing changes or deletes an entry but the sweep of those older than AUDIT_RETENTION. A page shows only entries whose ids no transaction still in flight could come before (it waits for those to end), so a reader that follows `next` in id order (`sort=id`, or the default newest first) skips none; `at` is when the change\'s transaction began, and a page in `at` order may be followed by an entry of an earlier time.',
     querystring: listQuerySchema(auditListFields, AUDIT_ORDER),
     headers: ReadHeaders,
     response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(AuditEntry))), 'One page of audit entries'), 304: NotModified, ...errorResponses(400, 401, 403) }

@@ -1,0 +1,53 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import type pg from 'pg'
+import { oncePerDatabase } from './once-per-database.js'
+
+// The last position drawn (db/migrations/20261204000000_change_positions.ts); 0 before any.
+const DRAWN = 'select case when is_called then last_value else 0 end::float8 as drawn from change_positions'
+// The transactions in flight, in a snapshot taken after that read (its own statement's).
+const IN_FLIGHT = 'select coalesce(array_agg(x::text), \'{}\') as xids from pg_snapshot_xip(pg_current_snapshot()) x'
+// Those of them still in flight.
+const STILL_IN_FLIGHT = 'select coalesce(array_agg(x::text), \'{}\') as xids from unnest($1::xid8[]) x where pg_xact_status(x) = \'in progress\''
+
+/** How long to wait between looks at transactions still in flight: from 1 ms, doubling, to 50. */
+const FIRST_WAIT_MS = 1
+const LONGEST_WAIT_MS = 50
+
+/**
+ * The settled position: the highest change position (an audit entry's or a change outbox
+ * row's id) at or below which every row is final, committed or never to be. A reader that
+ * shows rows up to it only, in position order, and asks next for those after the last it
+ * showed, skips none (the migration says why).
+ *
+ * `settled()` answers a position measured after it was called, so a caller sees every change
+ * committed before it asked. Callers that ask while a measurement waits to begin share it.
+ * A measurement waits for every writing transaction in flight when it looks, even one that
+ * draws no position: writing transactions here are short.
+ */
+export function settledPositions (pool: pg.Pool): () => Promise<number> {
+  async function measure (): Promise<number> {
+    const { drawn } = (await pool.query<{ drawn: number }>(DRAWN)).rows[0]!
+    let { xids } = (await pool.query<{ xids: string[] }>(IN_FLIGHT)).rows[0]!
+    for (let wait = FIRST_WAIT_MS; xids.length > 0; wait = Math.min(wait * 2, LONGEST_WAIT_MS)) {
+      await sleep(wait)
+      xids = (await pool.query<{ xids: string[] }>(STILL_IN_FLIGHT, [xids])).rows[0]!.xids
+    }
+    return drawn
+  }
+
+  let underWay: Promise<unknown> = Promise.resolve()
+  let waitingToBegin: Promise<number> | undefined
+  return function settled () {
+    if (waitingToBegin) return waitingToBegin
+    const measurement = underWay.then(() => {
+      waitingToBegin = undefined
+      return measure()
+    })
+    waitingToBegin = measurement
+    underWay = measurement.catch(() => undefined)
+    return measurement
+  }
+}
+
+/** The database's `settled()`, one a database: callers share its measurements. */
+export const settledPosition = oncePerDatabase(database => settledPositions(database.pool))

@@ -30,6 +30,7 @@ const ERRORS: Record<number, string> = {
   404: 'No record with this id',
   408: 'The request body did not all arrive within the time limit (the connection is closed)',
   409: 'A unique value is taken, the change would leave no administrator, records of another table refer to the record to delete or the record refers to one that does not exist, or a request with the same `Idempotency-Key` is still under way (with `Retry-After`)',
+  410: 'The events after this cursor may have been swept: it is older than EVENTS_RETENTION',
   412: '`If-Match` holds none of the record\'s current tags: it changed since it was read (`ETag` is its current tag); nothing was written',
   413: 'The request body is larger than the limit',
   415: 'The request body is not JSON',

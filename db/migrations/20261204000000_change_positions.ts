@@ -8,10 +8,9 @@ import type { Knex } from 'knex'
  * An id drawn at insert is not enough by itself: a transaction that drew 7 may commit after
  * one that drew 8, and a reader that showed 8 and then asks for "after 8" never sees 7. So
  * `change_position()` first gives its transaction an id (`pg_current_xact_id()`), then draws.
- * A reader reads the sequence's last value, then takes a snapshot: every transaction that
- * drew up to that value had its id before the snapshot, so it has ended or is among the
- * snapshot's in-flight ones. Once those have ended, every position up to the value is final,
- * and the reader shows those only.
+ * A reader reads the sequence's last value, then the transactions holding an id: every one
+ * that drew up to that value is among them, or has ended. Once those have ended, every
+ * position up to the value is final, and the reader shows those only.
  *
  * And a row's position is drawn after the change it tells of, under the record's row lock:
  * of two transactions changing one record, the one that committed second drew second. So

@@ -4,10 +4,14 @@ import { oncePerDatabase } from './once-per-database.js'
 
 // The last position drawn (db/migrations/20261204000000_change_positions.ts); 0 before any.
 const DRAWN = 'select case when is_called then last_value else 0 end::float8 as drawn from change_positions'
-// The transactions in flight, in a snapshot taken after that read (its own statement's).
-const IN_FLIGHT = 'select coalesce(array_agg(x::text), \'{}\') as xids from pg_snapshot_xip(pg_current_snapshot()) x'
+// The transactions that hold a transaction id, read after that: every one that drew up to it
+// took its id first. Not a snapshot's in-flight ones (pg_snapshot_xip), which leave out those
+// whose ids are past the last to end; nor pg_xact_status(), which says committed a moment
+// before snapshots see it so. A backend's id is cleared as its transaction ends for every
+// snapshot (each instance's connections are one user's, whose ids pg_stat_activity shows).
+const IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where backend_xid is not null'
 // Those of them still in flight.
-const STILL_IN_FLIGHT = 'select coalesce(array_agg(x::text), \'{}\') as xids from unnest($1::xid8[]) x where pg_xact_status(x) = \'in progress\''
+const STILL_IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where pid || \':\' || backend_xid = any($1::text[])'
 
 /** How long to wait between looks at transactions still in flight: from 1 ms, doubling, to 50. */
 const FIRST_WAIT_MS = 1

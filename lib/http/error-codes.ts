@@ -29,6 +29,7 @@ export const ERROR_CODES = {
   missing_reference: { status: 409, meaning: 'The record refers to one that does not exist' },
   idempotency_key_in_progress: { status: 409, meaning: 'A request with this `Idempotency-Key` is still under way (with `Retry-After`)' },
   conflict: { status: 409, meaning: 'Another rule of the data refuses the change (the Admin role cannot be renamed, lose a permission or be deleted)', fallback: true },
+  cursor_expired: { status: 410, meaning: 'The events after this cursor (or `after`) may have been swept (older than `EVENTS_RETENTION`): read the lists again, then follow the events from the newest' },
   precondition_failed: { status: 412, meaning: '`If-Match` holds none of the record\'s current tags (`ETag` is its current one); nothing was written', fallback: true },
   payload_too_large: { status: 413, meaning: 'The body is larger than the limit', fallback: true },
   unsupported_media_type: { status: 415, meaning: 'The body is not `application/json`', fallback: true },

@@ -125,12 +125,17 @@ export function listQuerySchema (fields: ListFields, defaultSort?: readonly stri
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'How many records at the most' })),
     after: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ID, description: 'In id order (no `sort`): the records whose id is greater than this (keyset paging)' })),
     cursor: Type.Optional(Type.String({ maxLength: 8192, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page begins: the value the previous page\'s `Link: <…>; rel="next"` carries. Only valid with the same filters and sort.' })),
-    sort: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: sortable }), {
-      minItems: 1,
-      maxItems: sortable.length / 2,
-      uniqueItems: true,
-      description: 'The order, comma-separated (`-dob,name`); a leading `-` sorts descending. Records tied on every field given follow in id order, in the direction of the last. ' + unsorted
-    })),
+    // A list in id order only (the events) takes no sort.
+    ...(sortable.length === 0
+      ? {}
+      : {
+          sort: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: sortable }), {
+            minItems: 1,
+            maxItems: sortable.length / 2,
+            uniqueItems: true,
+            description: 'The order, comma-separated (`-dob,name`); a leading `-` sorts descending. Records tied on every field given follow in id order, in the direction of the last. ' + unsorted
+          }))
+        }),
     count: Type.Optional(Type.Unsafe<'exact' | 'estimated'>({
       type: 'string',
       enum: ['exact', 'estimated'],
@@ -157,6 +162,8 @@ export function listRequest (scope: string, fields: ListFields, query: ListQuery
       if (value !== undefined) filters.push({ field: name, operator, value })
     }
   }
+  // A list in id order only has no `sort` in its schema, which leaves it unchecked.
+  if (query.sort !== undefined && sortValues(fields).length === 0) throw new InvalidFields({ sort: ['is not taken: this list comes in id order only'] }, 'query string')
   // A list's own default order, unless `after` asks for id order.
   const sort = (query.sort ?? (query.after === undefined ? defaultSort : undefined) ?? []).map(value => value.startsWith('-')
     ? { field: value.slice(1), descending: true }

@@ -441,7 +441,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
     },
     outbox: {
       enabled: oneOf(env, 'CHANGE_OUTBOX', 'on', ['on', 'off']) === 'on',
-      retentionSeconds: seconds(env, 'CHANGE_RETENTION', 30 * 86_400)
+      retentionSeconds: seconds(env, 'EVENTS_RETENTION', 30 * 86_400)
     },
     metrics: metricsListener(env),
     tracing: tracing(env)

@@ -29,7 +29,7 @@ declare module 'fastify' {
     outboxed: <Row, Args extends Scalar[]>(insertion: Insertion<Row, Args>, resource: string) => Insertion<Row, Args>
   }
   interface FastifyInstance {
-    /** Deletes the outbox rows past CHANGE_RETENTION, a batch at a time: how many went. */
+    /** Deletes the outbox rows past EVENTS_RETENTION, a batch at a time: how many went. */
     outboxSweep: () => Promise<number>
   }
 }

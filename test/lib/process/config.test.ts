@@ -237,7 +237,7 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, AUDIT_LOG: 'false' }, /^AUDIT_LOG must be one of on, off, got "false"$/],
     [{ ...withDb, AUDIT_RETENTION: '0' }, /^AUDIT_RETENTION must be from 1s to 36500d, got "0"$/],
     [{ ...withDb, CHANGE_OUTBOX: 'no' }, /^CHANGE_OUTBOX must be one of on, off, got "no"$/],
-    [{ ...withDb, CHANGE_RETENTION: '1500ms' }, /^CHANGE_RETENTION counts whole seconds, got "1500ms"$/],
+    [{ ...withDb, EVENTS_RETENTION: '1500ms' }, /^EVENTS_RETENTION counts whole seconds, got "1500ms"$/],
     [{ ...withDb, SHUTDOWN_DELAY: '-1s' }, /^SHUTDOWN_DELAY must be a duration: a whole number with a unit, ms, s, m, h or d \(250ms, 90s, 15m, 1h, 7d\), or plain seconds, got "-1s"$/],
     [{ ...withDb, MIGRATE: 'no' }, /^MIGRATE must be one of true, false, got "no"$/],
     [{ ...withDb, DB_POOLER: 'session' }, /^DB_POOLER must be one of none, transaction, got "session"$/],
@@ -264,8 +264,8 @@ t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async
   t.equal(config.requireIfMatch, true)
 })
 
-t.test('CHANGE_RETENTION takes a duration, CHANGE_OUTBOX on or off', async t => {
-  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, CHANGE_RETENTION: '7d', CHANGE_OUTBOX: 'off' })
+t.test('EVENTS_RETENTION takes a duration, CHANGE_OUTBOX on or off', async t => {
+  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, EVENTS_RETENTION: '7d', CHANGE_OUTBOX: 'off' })
   t.same(config.outbox, { enabled: false, retentionSeconds: 7 * 86_400 })
 })
 

@@ -112,7 +112,7 @@ t.test('CHANGE_OUTBOX=off writes no outbox row; the audit entry stays', async t 
   t.same((await auditOf(app, 'student', id)).map(entry => entry.action), ['create', 'update'])
 })
 
-t.test('the sweep deletes the rows past CHANGE_RETENTION only', async t => {
+t.test('the sweep deletes the rows past EVENTS_RETENTION only', async t => {
   const app = await build(t, config => { config.outbox.retentionSeconds = 3600 })
   for (const email of ['a@example.com', 'b@example.com']) await app.inject({ method: 'POST', url: '/students', payload: { ...ada, email } })
   await app.knex('change_outbox').where('id', (await app.knex('change_outbox').min({ id: 'id' }))[0]!.id).update({ at: app.knex.raw("now() - interval '2 hours'") })

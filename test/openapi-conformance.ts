@@ -32,6 +32,9 @@ export function conformToOpenApi (t: Test, app: FastifyInstance) {
       t.fail(`${label} is not in the OpenAPI document`)
       return payload
     }
+    // A documented body of another type (an event stream) is held to its form by its own tests.
+    const type = String(reply.getHeader('content-type') ?? '').split(';')[0]!
+    if (type !== 'application/json' && response.content?.[type] !== undefined) return payload
     const schema = response.content?.['application/json']?.schema
     if (!schema) {
       // Fastify drops any payload of a 204 (the student tests see the empty body).

@@ -3,7 +3,7 @@ import type { Knex } from 'knex'
 import type pg from 'pg'
 import { FifoMap } from 'toad-cache'
 import type { ListFields, ListRequest } from '../http/list-query.js'
-import { MAX_ID } from '../http/limits.js'
+import { MAX_ID, MAX_POSITION } from '../http/limits.js'
 import { jsonRows, type JsonRow } from './json-row-writer.js'
 import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
@@ -26,6 +26,8 @@ export interface KeysetTableOptions {
   customFilters?: Record<string, CustomFilter>
   /** The id column as `rows` names it. */
   id?: string
+  /** Its type: `bigint` for change positions. */
+  idType?: 'integer' | 'bigint'
   /**
    * Whether ids are change positions (lib/db/settled-position.ts): a list then shows the rows
    * up to the settled position its caller gives only, so that one following its pages skips none.
@@ -70,7 +72,7 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as 
  */
 export function keysetTable<Row> (database: Database, options: KeysetTableOptions) {
   const { knex, pool } = database
-  const { name, rows, columns, schema, references = [], fields, customFilters = {}, id = 'id', settled = false } = options
+  const { name, rows, columns, schema, references = [], fields, customFilters = {}, id = 'id', idType = 'integer', settled = false } = options
   // The rows a list may show: all, or those up to the settled position.
   const shown = (knex: Knex, through: number) => settled ? rows(knex).where(id, '<=', through) : rows(knex)
   // A page's cursor takes each sort key from the row, by the name the row has it under.
@@ -132,7 +134,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   }
 
   /** The query of a page that is not the plain list in id order. */
-  function pageQuery (request: ListRequest, through: number, keys = orderKeys(fields, id, request)): Knex.QueryBuilder {
+  function pageQuery (request: ListRequest, through: number, keys = orderKeys(fields, id, request, idType)): Knex.QueryBuilder {
     return applyKeyset(applyFilters(shown(knex, through).select(columns), fields, request.filters, customFilters), keys, request.after).limit(request.limit + 1)
   }
 
@@ -145,7 +147,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       found.length = limit
       return { rows: found, next: { values: [], id: found[limit - 1]!.id } }
     }
-    const keys = orderKeys(fields, id, request)
+    const keys = orderKeys(fields, id, request, idType)
     const values = await run(pageQuery(request, through, keys))
     const found = values.slice(0, limit).map(row => toRow!(row))
     if (values.length <= limit) return { rows: found }
@@ -181,7 +183,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
 
     /** The row of this id with its version, if any; an id past PostgreSQL's integers names none. */
     async find (rowId: number, trx: Knex = knex): Promise<Versioned<Row> | undefined> {
-      if (rowId > MAX_ID) return undefined
+      if (rowId > (idType === 'bigint' ? MAX_POSITION : MAX_ID)) return undefined
       return (await find([rowId], trx)).rows[0]
     }
   }

@@ -2,7 +2,7 @@ import type { Knex } from 'knex'
 import type { FieldType, Filter, ListFields, ListRequest } from '../http/list-query.js'
 
 /** The PostgreSQL type each value is bound as: every value is a parameter, never SQL text. */
-const CASTS: Record<FieldType, string> = { integer: 'integer', text: 'text', date: 'date', timestamp: 'timestamptz', boolean: 'boolean' }
+const CASTS: Record<FieldType, string> = { integer: 'integer', bigint: 'bigint', text: 'text', date: 'date', timestamp: 'timestamptz', boolean: 'boolean' }
 
 const COMPARE = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const
 
@@ -56,10 +56,10 @@ export function applyFilters (qb: Knex.QueryBuilder, fields: ListFields, filters
 }
 
 /** The keys a list's rows are ordered by: the sort's, then id, and each one's direction. */
-export function orderKeys (fields: ListFields, idColumn: string, request: ListRequest) {
+export function orderKeys (fields: ListFields, idColumn: string, request: ListRequest, idType: FieldType = 'integer') {
   // keysetTable makes sure that every sortable field has a column.
   const keys = request.sort.map(({ field, descending }) => ({ field, column: fields[field]!.column!, type: fields[field]!.type, descending }))
-  if (keys.at(-1)?.field !== 'id') keys.push({ field: 'id', column: idColumn, type: 'integer', descending: keys.at(-1)?.descending ?? false })
+  if (keys.at(-1)?.field !== 'id') keys.push({ field: 'id', column: idColumn, type: idType, descending: keys.at(-1)?.descending ?? false })
   return keys
 }
 

@@ -5,6 +5,12 @@ export const INT_MAX = 2_147_483_647
 /** The largest id a PostgreSQL `integer` holds; a larger one names no record. */
 export const MAX_ID = INT_MAX
 
+/**
+ * The largest change position (an audit entry's or an event's id, a bigint) the service takes:
+ * the largest integer a JSON number holds exactly.
+ */
+export const MAX_POSITION = Number.MAX_SAFE_INTEGER
+
 /** A list's page: 100 records unless asked, 1000 at the most. */
 export const DEFAULT_PAGE = 100
 export const MAX_PAGE = 1000

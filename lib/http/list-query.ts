@@ -3,11 +3,11 @@ import { Type, type TSchema } from '@sinclair/typebox'
 import { openCursor, type PageStart } from './cursor.js'
 import { InvalidFields } from './invalid-fields.js'
 import { MAX_LIST } from './validation.js'
-import { DEFAULT_PAGE, INT_MAX, INT_MIN, MAX_ID, MAX_PAGE } from './limits.js'
+import { DEFAULT_PAGE, INT_MAX, INT_MIN, MAX_ID, MAX_PAGE, MAX_POSITION } from './limits.js'
 import { timestampInput, YEAR_PATTERN } from './timestamps.js'
 
 /** The types a list's fields are filtered and sorted as. */
-export type FieldType = 'integer' | 'text' | 'date' | 'timestamp' | 'boolean'
+export type FieldType = 'integer' | 'bigint' | 'text' | 'date' | 'timestamp' | 'boolean'
 
 const COMPARISONS = ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in'] as const
 const TEXT_SEARCH = ['contains', 'starts_with'] as const
@@ -66,6 +66,7 @@ export interface ListRequest {
  */
 const VALUES: Record<FieldType, () => TSchema> = {
   integer: () => Type.Integer({ minimum: INT_MIN, maximum: INT_MAX }),
+  bigint: () => Type.Integer({ minimum: -MAX_POSITION, maximum: MAX_POSITION }),
   text: () => Type.String({ maxLength: 255, pattern: '^[^\\u0000]*$' }),
   date: () => Type.String({ format: 'date', pattern: `^${YEAR_PATTERN}-`, example: '2001-09-30' }),
   timestamp: () => timestampInput({ example: '2026-11-22T09:30:00.000Z' }),
@@ -116,14 +117,14 @@ export function sortValues (fields: ListFields): string[] {
  * The query string of a list: paging, `sort`, `count`, `cursor`, and a filter parameter per
  * field. Arrays are sent comma-separated (lib/http/validation.ts splits them).
  */
-export function listQuerySchema (fields: ListFields, defaultSort?: readonly string[]) {
+export function listQuerySchema (fields: ListFields, defaultSort?: readonly string[], maxId = MAX_ID) {
   const sortable = sortValues(fields)
   const unsorted = defaultSort === undefined
     ? 'Without it, id order.'
     : `Without it (and without \`after\`, which pages in id order), \`${defaultSort.join(',')}\`.`
   return Type.Object({
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: DEFAULT_PAGE, description: 'How many records at the most' })),
-    after: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_ID, description: 'In id order (no `sort`): the records whose id is greater than this (keyset paging)' })),
+    after: Type.Optional(Type.Integer({ minimum: 0, maximum: maxId, description: 'In id order (no `sort`): the records whose id is greater than this (keyset paging)' })),
     cursor: Type.Optional(Type.String({ maxLength: 8192, pattern: '^[A-Za-z0-9_-]+$', description: 'Where the page begins: the value the previous page\'s `Link: <…>; rel="next"` carries. Only valid with the same filters and sort.' })),
     // A list in id order only (the events) takes no sort.
     ...(sortable.length === 0

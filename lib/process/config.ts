@@ -67,6 +67,8 @@ export interface OutboxConfig {
   enabled: boolean
   /** Rows older than this are swept, in seconds. */
   retentionSeconds: number
+  /** How often an idle event stream sends a comment, in seconds, so that proxies keep it open. */
+  heartbeatSeconds: number
 }
 
 export interface AuditConfig {
@@ -441,7 +443,8 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
     },
     outbox: {
       enabled: oneOf(env, 'CHANGE_OUTBOX', 'on', ['on', 'off']) === 'on',
-      retentionSeconds: seconds(env, 'EVENTS_RETENTION', 30 * 86_400)
+      retentionSeconds: seconds(env, 'EVENTS_RETENTION', 30 * 86_400),
+      heartbeatSeconds: seconds(env, 'EVENTS_HEARTBEAT', 15)
     },
     metrics: metricsListener(env),
     tracing: tracing(env)

@@ -27,6 +27,8 @@ declare module 'fastify' {
     outbox: (db: Knex, change: OutboxChange) => Promise<void>
     /** The insertion, with the outbox row of the record it creates written in its own statement. */
     outboxed: <Row, Args extends Scalar[]>(insertion: Insertion<Row, Args>, resource: string) => Insertion<Row, Args>
+    /** Whether the request wrote an outbox row: its answer wakes the change feed's followers. */
+    wroteEvents: boolean
   }
   interface FastifyInstance {
     /** Deletes the outbox rows past EVENTS_RETENTION, a batch at a time: how many went. */
@@ -88,6 +90,7 @@ export default fp(async (fastify) => {
     const { secrets } = change
     const record = (change.after ?? change.before) as Fields
     const [requestId, actorId, keyId] = context(this, change.actor)
+    this.wroteEvents = true
     await db('change_outbox').insert({
       resource: change.resource,
       resource_id: change.id,
@@ -103,7 +106,15 @@ export default fp(async (fastify) => {
   fastify.decorateRequest('outboxed', function <Row, Args extends Scalar[]> (this: FastifyRequest, insertion: Insertion<Row, Args>, resource: string) {
     if (!enabled) return insertion
     const row: CteWrite = { name: 'outboxed', cte: createdRow, values: [resource, ...context(this)] }
+    this.wroteEvents = true
     return { ...insertion, cteWrites: [...insertion.cteWrites, row] }
+  })
+
+  // Answered, the change is committed (or rolled back, and a look finds nothing new).
+  fastify.decorateRequest('wroteEvents', false)
+  fastify.addHook('onResponse', (request, _reply, done) => {
+    if (request.wroteEvents) fastify.changeFeed.committed()
+    done()
   })
 
   fastify.decorate('outboxSweep', async () => {
@@ -111,4 +122,4 @@ export default fp(async (fastify) => {
     return rows[0]!.swept
   })
   sweepHourly(fastify, 'the change outbox', fastify.outboxSweep)
-}, { name: 'change-outbox', dependencies: ['config', 'knex'] })
+}, { name: 'change-outbox', dependencies: ['config', 'knex', 'change-feed'] })

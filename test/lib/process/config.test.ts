@@ -55,7 +55,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
     idempotencyTtlSeconds: 86_400,
     requireIfMatch: false,
     audit: { enabled: true, retentionSeconds: 365 * 86_400 },
-    outbox: { enabled: true, retentionSeconds: 30 * 86_400 },
+    outbox: { enabled: true, retentionSeconds: 30 * 86_400, heartbeatSeconds: 15 },
     metrics: { host: '127.0.0.1', port: 9464 },
     tracing: null
   })
@@ -264,9 +264,9 @@ t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async
   t.equal(config.requireIfMatch, true)
 })
 
-t.test('EVENTS_RETENTION takes a duration, CHANGE_OUTBOX on or off', async t => {
-  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, EVENTS_RETENTION: '7d', CHANGE_OUTBOX: 'off' })
-  t.same(config.outbox, { enabled: false, retentionSeconds: 7 * 86_400 })
+t.test('EVENTS_RETENTION and EVENTS_HEARTBEAT take durations, CHANGE_OUTBOX on or off', async t => {
+  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, EVENTS_RETENTION: '7d', EVENTS_HEARTBEAT: '30s', CHANGE_OUTBOX: 'off' })
+  t.same(config.outbox, { enabled: false, retentionSeconds: 7 * 86_400, heartbeatSeconds: 30 })
 })
 
 t.test('AUDIT_RETENTION takes a duration, AUDIT_LOG on or off', async t => {

@@ -133,6 +133,10 @@ t.test('every answer of an error carries the code declared for its case', async 
   check(stale, 'precondition_failed', 'a stale If-Match')
   t.ok(stale.headers.etag, 'with the current tag')
   check(await app.inject({ url: '/faults/file' }), 'internal_error', 'a bug')
+
+  // A cursor of the change feed whose next events were swept.
+  await app.knex('swept_positions').where({ source: 'change_outbox' }).update({ through: 1_000_000 })
+  check(await app.inject({ url: '/api/events?after=5', headers: asAdmin }), 'cursor_expired', 'events after a swept one')
 })
 
 t.test('the codes of settings, of the HTTP parser and of an unreachable database', async t => {

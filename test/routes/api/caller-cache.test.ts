@@ -4,7 +4,7 @@ import type { FastifyInstance } from 'fastify'
 import { build, buildApp, createDatabase, testConfig, within } from '../../helper.js'
 import { databaseProxy } from '../../faults/database-proxy.js'
 import { sleep } from '../../server/process.js'
-import { LISTENER_NAME } from '../../../plugins/app/caller-cache.js'
+import { LISTENER_NAME } from '../../../lib/db/notification-listener.js'
 import { bearer, PASSWORD, rolesOf, roleWithPermissions, userWithRoles } from './accounts.js'
 
 /**

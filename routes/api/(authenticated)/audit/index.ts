@@ -15,7 +15,7 @@ const audit: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: auditTag, schemas: auditSharedSchemas })
   const { knex } = fastify
   const columns = ['id', 'at', ...IDS.map(id => knex.raw(`${id}::float8 as ${id}`)), 'ip', 'request_id', 'action', 'resource', 'before', 'after']
-  const entries = keysetTable(fastify.database, { name: 'audit', rows: knex => knex('audit_log'), columns, schema: AuditEntry, fields: auditListFields, settled: true })
+  const entries = keysetTable(fastify.database, { name: 'audit', rows: knex => knex('audit_log'), columns, schema: AuditEntry, fields: auditListFields, idType: 'bigint', settled: true })
   const settled = settledPosition(fastify.database)
 
   fastify.get('/', { schema: auditSchemas.index, onRequest: fastify.can('audit-list') }, async (request, reply) => {

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
+import { MAX_POSITION } from '../../../../lib/http/limits.js'
 import { Envelope, errorResponses, ListResponse, NotModified, ReadHeaders, Timestamp, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
 export const auditTag = { name: 'audit', description: 'The audit log: one entry per change to users, roles, clients, API keys and sessions' }
@@ -25,7 +26,7 @@ export const AuditEntry = Type.Object({
 
 /** What lists of audit entries filter and sort on. */
 export const auditListFields: ListFields = {
-  id: { type: 'integer', column: 'id', sortable: true },
+  id: { type: 'bigint', column: 'id', sortable: true },
   at: { type: 'timestamp', column: 'at', sortable: true, operators: ['gt', 'gte', 'lt', 'lte'], description: 'the time of the change' },
   actor_id: { type: 'integer', column: 'actor_id', operators: ['eq', 'in'], description: 'the user who acted' },
   key_id: { type: 'integer', column: 'key_id', operators: ['eq', 'in'] },
@@ -47,7 +48,7 @@ export const auditSchemas = {
     operationId: 'audit.index',
     summary: 'List audit entries',
     description: 'Newest first unless `sort` or `after` says otherwise, filtered as asked, `limit` at a time (default 100, at most 1000); needs audit-list. Nothing changes or deletes an entry but the sweep of those older than AUDIT_RETENTION. A page shows only entries whose ids no transaction still in flight could come before (it waits for those to end), so a reader that follows `next` in id order (`sort=id`, or the default newest first) skips none; `at` is when the change\'s transaction began, and a page in `at` order may be followed by an entry of an earlier time.',
-    querystring: listQuerySchema(auditListFields, AUDIT_ORDER),
+    querystring: listQuerySchema(auditListFields, AUDIT_ORDER, MAX_POSITION),
     headers: ReadHeaders,
     response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(AuditEntry))), 'One page of audit entries'), 304: NotModified, ...errorResponses(400, 401, 403) }
   }

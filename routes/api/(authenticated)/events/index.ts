@@ -1,70 +1,117 @@
+import { PassThrough } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { keysetTable } from '../../../../lib/db/keyset-table.js'
-import { settledPosition } from '../../../../lib/db/settled-position.js'
 import { CodedError } from '../../../../lib/http/error-codes.js'
-import type { Filter } from '../../../../lib/http/list-query.js'
-import { Event, eventListFields, eventSchemas, eventSharedSchemas, eventsTag } from './schema.js'
+import type { ListRequest } from '../../../../lib/http/list-query.js'
+import { eventsRepository } from './repository.js'
+import { eventListFields, eventSchemas, eventSharedSchemas, eventsTag } from './schema.js'
 
-/** The filter that hides the events of resources the caller may not list; not a field a client sends. */
-const HIDDEN = 'hidden resources'
+/** How many events a stream reads at a time. */
+const STREAM_PAGE = 500
+/** How long a client waits before reconnecting to a stream that ended, in milliseconds (the stream's `retry`). */
+const RECONNECT_MS = 2_000
+/** The longest delay a Node.js timer takes (a longer one fires at once). */
+const LONGEST_TIMER_MS = 2 ** 31 - 1
+
+const expired = (after: number) => new CodedError('cursor_expired', `Events after ${after} may have been swept (EVENTS_RETENTION): read the lists again, then follow the events from the newest`)
 
 /**
- * `/api/events`: the change feed, read from the change outbox (plugins/app/change-outbox.ts)
- * up to the settled position (lib/db/settled-position.ts), behind event-list.
+ * `/api/events`: the change feed, behind event-list. A page, and a stream, show the events up
+ * to the settled position (lib/db/settled-position.ts): a reader skips none.
  */
 const events: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: eventsTag, schemas: eventSharedSchemas })
-  const { knex } = fastify
-  const columns = [
-    'id',
-    knex.raw('resource || \'.\' || action || \'d\' as type'),
-    'resource',
-    knex.raw('resource_id::float8 as resource_id'),
-    knex.raw('at as occurred_at'),
-    'request_id',
-    'data',
-    knex.raw('to_jsonb(changed) as changed')
-  ]
-  const feed = keysetTable(fastify.database, {
-    name: 'events',
-    rows: knex => knex('change_outbox'),
-    columns,
-    schema: Event,
-    fields: eventListFields,
-    settled: true,
-    customFilters: {
-      type: (qb, { value }) => qb.whereRaw('resource || \'.\' || action || \'d\' = any(?::text[])', [[value].flat().map(String)]),
-      [HIDDEN]: (qb, { value }) => qb.whereRaw('resource <> all(?::text[])', [value])
-    }
-  })
-  const settled = settledPosition(fastify.database)
-
-  // A resource whose list needs a permission (`client-list`) shows its events to those who
-  // hold it; one whose list needs none (students) to every caller. Permissions come with the
-  // migrations only, so they are read once, at the first request.
-  let guarded: Promise<string[]> | undefined
-  const guardedResources = () => (guarded ??= knex('permissions').where('name', 'like', '%-list').pluck('name')
-    .then(names => names.map(name => name.slice(0, -'-list'.length)), (error: unknown) => {
-      guarded = undefined
-      throw error
-    }))
-
-  const sweptThrough = async () => Number((await knex('swept_positions').where({ source: 'change_outbox' }).first('through'))?.through ?? 0)
+  const repository = eventsRepository(fastify.database)
+  const { changeFeed } = fastify
+  const heartbeatMs = fastify.config.outbox.heartbeatSeconds * 1_000
 
   fastify.get('/', { schema: eventSchemas.index, onRequest: fastify.can('event-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, eventListFields)
     const after = list.after?.id ?? 0
-    if (after > 0 && after < await sweptThrough()) {
-      throw new CodedError('cursor_expired', `Events after ${after} may have been swept (EVENTS_RETENTION): read the lists again, then follow the events from the newest`)
-    }
-    const hidden = (await guardedResources()).filter(resource => !request.user.permissions.has(`${resource}-list`))
-    const filters: Filter[] = hidden.length === 0 ? list.filters : [...list.filters, { field: HIDDEN, operator: 'in', value: hidden }]
-    const through = await settled()
-    const page = await feed.query({ ...list, filters }, through)
+    if (after > 0 && after < await repository.sweptThrough()) throw expired(after)
+    const filters = await repository.visibleTo(request.user.permissions, list.filters)
+    const through = await changeFeed.settled()
+    const page = await repository.page({ ...list, filters }, through)
     // Once every event up to the settled position is shown, the next page starts there: a
     // consumer polls from it, and a filter that matched none there is not read again.
     page.next ??= { values: [], id: Math.max(through, after) }
     return fastify.lists.send(reply, list, page, { path: fastify.prefix, envelope: true })
+  })
+
+  fastify.get('/stream', { schema: eventSchemas.stream, onRequest: fastify.can('event-list') }, async (request, reply) => {
+    const list = fastify.lists.request(request, eventListFields)
+    const lastEventId = request.headers['last-event-id']
+    const from = lastEventId === undefined ? list.after?.id : Number(lastEventId)
+    if (from !== undefined && from > 0 && from < await repository.sweptThrough()) throw expired(from)
+    const read: ListRequest = { ...list, limit: STREAM_PAGE, filters: await repository.visibleTo(request.user.permissions, list.filters) }
+
+    const out = new PassThrough()
+    let position = from ?? await changeFeed.settled()
+    let through = position
+    const state = { ended: false }
+    let wake: (() => void) | undefined
+    const unfollow = changeFeed.follow({
+      advanced: settled => {
+        through = settled
+        wake?.()
+      },
+      closing: () => end()
+    })
+    const heartbeat = setInterval(() => out.write(': heartbeat\n\n'), heartbeatMs)
+    // An access token's stream ends with the token: the client reconnects with a new one. (A
+    // key that never expires has an expiry no timer holds.)
+    const untilExpiry = request.user.exp * 1_000 - Date.now()
+    const expiry = untilExpiry < LONGEST_TIMER_MS ? setTimeout(() => end(), Math.max(0, untilExpiry)) : undefined
+    function end (): void {
+      if (state.ended) return
+      state.ended = true
+      unfollow()
+      clearInterval(heartbeat)
+      clearTimeout(expiry)
+      out.end()
+      wake?.()
+    }
+    reply.raw.on('close', end)
+
+    /** Writes `text`; once the client has all it was sent before, or has gone. */
+    async function send (text: string): Promise<void> {
+      if (out.write(text)) return
+      await new Promise<void>(resolve => {
+        out.once('drain', resolve)
+        out.once('close', resolve)
+      })
+    }
+
+    /** Sends the events up to the settled position, then each as it commits, until the stream ends. */
+    async function pump (): Promise<void> {
+      let upTo = from === undefined ? position : await changeFeed.settled()
+      while (!state.ended) {
+        for (;;) {
+          const page = await repository.page({ ...read, after: { values: [], id: position } }, upTo)
+          for (const row of page.rows) {
+            if (state.ended) return
+            await send(`id: ${row.id}\ndata: ${row.json}\n\n`)
+          }
+          if (page.next === undefined) break
+          position = page.next.id
+        }
+        position = Math.max(position, upTo)
+        if (through <= position) await new Promise<void>(resolve => { wake = resolve })
+        wake = undefined
+        upTo = through
+      }
+    }
+
+    reply.header('content-type', 'text/event-stream; charset=utf-8')
+      .header('cache-control', 'no-store')
+      // Proxies that buffer answers (nginx) pass this one on as it comes.
+      .header('x-accel-buffering', 'no')
+    out.write(`retry: ${RECONNECT_MS}\n\n`)
+    pump().catch((error: unknown) => {
+      request.log.warn({ err: error }, 'an event stream failed: it ends, and the client resumes from its last event')
+      end()
+    })
+    // The stream's text is the schema's string, written as it comes.
+    return reply.send(out as unknown as string)
   })
 }
 

@@ -1,5 +1,6 @@
 import { Type } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
+import { MAX_POSITION } from '../../../../lib/http/limits.js'
 import { Envelope, errorResponses, ListResponse, NotModified, ReadHeaders, Timestamp, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
 export const eventsTag = { name: 'events', description: 'The change feed: every create, update and delete of a student, client, role or user, in commit order' }
@@ -27,6 +28,9 @@ export const eventListFields: ListFields = {
   occurred_at: { type: 'timestamp', column: 'at', operators: ['gt', 'gte', 'lt', 'lte'], description: 'when the change\'s transaction began' }
 }
 
+/** The stream takes the list's filters and where to begin, and pages itself. */
+const streamQuery = Type.Omit(listQuerySchema(eventListFields, undefined, MAX_POSITION), ['limit', 'count'])
+
 export const eventSchemas = {
   index: {
     tags: [eventsTag.name],
@@ -36,9 +40,28 @@ export const eventSchemas = {
     description: 'The events after `after` (an event\'s id) or `cursor`, in commit order, filtered as asked, `limit` at a time (default 100, at most 1000); needs event-list, and shows the events of a resource only to a caller who may list it (`client-list` for `client.*`; students are public). ' +
       'A page waits for the transactions in flight to end (a few milliseconds), so that a reader following `next` sees every event once, in commit order, whatever commits meanwhile on any instance. `Link: <…>; rel="next"` is always there: the page after the last event shown, or, once the events are all read, where to poll from for those still to come. ' +
       'A cursor or `after` older than EVENTS_RETENTION (default 30 days), whose next events may have been swept, is answered 410 (`cursor_expired`): read the lists again, then follow the events from the newest.',
-    querystring: listQuerySchema(eventListFields),
+    querystring: listQuerySchema(eventListFields, undefined, MAX_POSITION),
     headers: ReadHeaders,
     response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Event))), 'One page of events'), 304: NotModified, ...errorResponses(400, 401, 403, 410) }
+  },
+  stream: {
+    tags: [eventsTag.name],
+    security: TOKEN_OR_KEY,
+    operationId: 'events.stream',
+    summary: 'Follow events as they commit (Server-Sent Events)',
+    description: 'The events after `Last-Event-ID` (as a reconnecting `EventSource` sends it), else after `after` or `cursor`, else from now: first those already committed, then each as it commits, with the list\'s filters and permissions. Each event is a message whose `id` is the event\'s and whose `data` is the event as the list shows it; a comment line (`: heartbeat`) comes every EVENTS_HEARTBEAT (15 s) while nothing else does. ' +
+      'The stream ends when the access token expires, and when the instance shuts down: reconnect with `Last-Event-ID` (an `EventSource` does so by itself, after the `retry` the stream names) and nothing is missed or repeated. A `Last-Event-ID` older than EVENTS_RETENTION is answered 410 (`cursor_expired`).',
+    querystring: streamQuery,
+    headers: Type.Object({
+      'last-event-id': Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,14})$', description: 'The id of the last event received: the stream begins after it' }))
+    }),
+    response: {
+      200: {
+        description: 'The stream: `text/event-stream`, one message an event (`id: 1042`, `data: {"id":1042,"type":"student.created",…}`)',
+        content: { 'text/event-stream': { schema: Type.String() } }
+      },
+      ...errorResponses(400, 401, 403, 410)
+    }
   }
 }
 

@@ -1,0 +1,63 @@
+import { keysetTable } from '../../../../lib/db/keyset-table.js'
+import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
+import type { Database } from '../../../../lib/db/prepared-query.js'
+import type { Filter } from '../../../../lib/http/list-query.js'
+import { Event, eventListFields } from './schema.js'
+
+/** The filter that hides the events of resources the caller may not list; not a field a client sends. */
+const HIDDEN = 'hidden resources'
+
+/** The events, read from the change outbox (plugins/app/change-outbox.ts). */
+function createEventsRepository (database: Database) {
+  const { knex } = database
+  const feed = keysetTable(database, {
+    name: 'events',
+    rows: knex => knex('change_outbox'),
+    columns: [
+      'id',
+      knex.raw('resource || \'.\' || action || \'d\' as type'),
+      'resource',
+      knex.raw('resource_id::float8 as resource_id'),
+      knex.raw('at as occurred_at'),
+      'request_id',
+      'data',
+      knex.raw('to_jsonb(changed) as changed')
+    ],
+    schema: Event,
+    fields: eventListFields,
+    idType: 'bigint',
+    settled: true,
+    customFilters: {
+      type: (qb, { value }) => qb.whereRaw('resource || \'.\' || action || \'d\' = any(?::text[])', [[value].flat().map(String)]),
+      [HIDDEN]: (qb, { value }) => qb.whereRaw('resource <> all(?::text[])', [value])
+    }
+  })
+
+  // A resource whose list needs a permission (`client-list`) shows its events to those who
+  // hold it; one whose list needs none (students) to every caller. Permissions come with the
+  // migrations only, so they are read once, at the first request.
+  let guarded: Promise<string[]> | undefined
+  const guardedResources = () => (guarded ??= knex('permissions').where('name', 'like', '%-list').pluck('name')
+    .then(names => names.map(name => name.slice(0, -'-list'.length)), (error: unknown) => {
+      guarded = undefined
+      throw error
+    }))
+
+  return {
+    /** One page of events up to the settled position `through`. */
+    page: feed.query,
+
+    /** The filters asked for, and one that leaves out the resources the caller may not list. */
+    async visibleTo (permissions: ReadonlySet<string>, filters: Filter[]): Promise<Filter[]> {
+      const hidden = (await guardedResources()).filter(resource => !permissions.has(`${resource}-list`))
+      return hidden.length === 0 ? filters : [...filters, { field: HIDDEN, operator: 'in', value: hidden }]
+    },
+
+    /** The highest position the retention sweep deleted: a reader after an earlier one may have missed events. */
+    async sweptThrough (): Promise<number> {
+      return Number((await knex('swept_positions').where({ source: 'change_outbox' }).first('through'))?.through ?? 0)
+    }
+  }
+}
+
+export const eventsRepository = oncePerDatabase(createEventsRepository)

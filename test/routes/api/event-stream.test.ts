@@ -1,0 +1,172 @@
+import http from 'node:http'
+import t, { type Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { build, buildApp } from '../../helper.js'
+import { bearer, client, roleWithPermissions, userWithRoles } from './accounts.js'
+
+/** A message of a stream: its `id` and `data`, or a comment. */
+interface Message { id?: string, data?: string, comment?: string, retry?: string }
+
+/**
+ * A stream opened over HTTP on `app`, read as an EventSource would: `next()` waits for the next
+ * message (or comment) up to `ms`; `close()` drops the connection.
+ */
+async function openStream (t: Test, app: FastifyInstance, path: string, headers: Record<string, string>) {
+  const address = app.server.address()
+  const base = typeof address === 'object' && address ? `http://127.0.0.1:${address.port}` : await app.listen({ port: 0, host: '127.0.0.1' })
+  // A connection of its own (no agent), dropped by close(): the server sees the client go.
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    http.get(`${base}${path}`, { headers, agent: false }, resolve).on('error', reject)
+  })
+  res.setEncoding('utf8')
+  const chunks: string[] = []
+  let ended = false
+  let arrived: (() => void) | undefined
+  res.on('data', (chunk: string) => { chunks.push(chunk); arrived?.() })
+  res.on('close', () => { ended = true; arrived?.() })
+  let buffered = ''
+  const messages: Message[] = []
+  async function fill (ms: number): Promise<void> {
+    const deadline = Date.now() + ms
+    while (messages.length === 0) {
+      buffered += chunks.splice(0).join('')
+      for (let end = buffered.indexOf('\n\n'); end >= 0; end = buffered.indexOf('\n\n')) {
+        const block = buffered.slice(0, end)
+        buffered = buffered.slice(end + 2)
+        const message: Message = {}
+        for (const line of block.split('\n')) {
+          if (line.startsWith(':')) message.comment = line.slice(1).trim()
+          else {
+            const [field, ...rest] = line.split(':')
+            message[field as 'id' | 'data' | 'retry'] = rest.join(':').trimStart()
+          }
+        }
+        messages.push(message)
+      }
+      if (messages.length > 0 || ended || Date.now() >= deadline) return
+      await new Promise<void>(resolve => {
+        const timer = setTimeout(resolve, deadline - Date.now())
+        arrived = () => { clearTimeout(timer); resolve() }
+      })
+      arrived = undefined
+    }
+  }
+  return {
+    res,
+    /** The next message, or undefined if none came within `ms` or the stream ended. */
+    async next (ms = 3_000): Promise<Message | undefined> {
+      await fill(ms)
+      return messages.shift()
+    },
+    /** The next event's data, skipping comments. */
+    async event (ms = 3_000): Promise<{ id: number, type: string, resource_id: number, data: Record<string, unknown> } | undefined> {
+      for (;;) {
+        const message = await this.next(ms)
+        if (message === undefined) return undefined
+        if (message.data !== undefined) {
+          const event = JSON.parse(message.data)
+          t.equal(message.id, String(event.id), 'the message\'s id is the event\'s')
+          return event
+        }
+      }
+    },
+    get ended () { return ended },
+    close: () => res.destroy()
+  }
+}
+
+const student = (name: string) => ({ name, email: `${name.toLowerCase()}@example.com`, age: 20, dob: '2005-01-02' })
+
+t.test('a stream sends the events after Last-Event-ID, then each as it commits on any instance, with heartbeats', async t => {
+  const app = await build(t, config => { config.outbox.heartbeatSeconds = 1 })
+  const other = await buildApp(t, app.config)
+  const admin = await userWithRoles(app, ['Admin'])
+  for (const name of ['Ada', 'Bob']) t.equal((await app.inject({ method: 'POST', url: '/students', payload: student(name) })).statusCode, 201)
+
+  const stream = await openStream(t, app, '/api/events/stream', { ...bearer(admin.token), 'last-event-id': '0' })
+  t.equal(stream.res.statusCode, 200)
+  t.match(stream.res.headers['content-type'], /^text\/event-stream/)
+  t.equal(stream.res.headers['cache-control'], 'no-store')
+  t.same(await stream.next(), { retry: '2000' }, 'it names how long to wait before reconnecting')
+  const first = await stream.event()
+  const second = await stream.event()
+  t.same([first?.type, first?.data.name, second?.data.name], ['student.created', 'Ada', 'Bob'], 'what was committed before, in order')
+
+  const started = Date.now()
+  t.equal((await other.inject({ method: 'POST', url: '/students', payload: student('Cy') })).statusCode, 201)
+  const third = await stream.event()
+  t.match(third, { type: 'student.created', data: { name: 'Cy' } }, 'a change on the other instance arrives')
+  t.ok(Date.now() - started < 1_000, `within a second (${Date.now() - started} ms)`)
+  t.equal((await app.inject({ method: 'PUT', url: `/api/v1/students/${third!.resource_id}`, payload: { name: 'Cyd' } })).statusCode, 200)
+  t.match(await stream.event(), { type: 'student.updated', data: { name: 'Cyd' } })
+
+  t.same(await stream.next(2_000), { comment: 'heartbeat' }, 'an idle stream sends a comment every EVENTS_HEARTBEAT')
+  stream.close()
+})
+
+t.test('a stream resumed with Last-Event-ID misses nothing and repeats nothing; without one it starts from now', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Old') })).statusCode, 201)
+
+  const live = await openStream(t, app, '/api/events/stream', bearer(admin.token))
+  await live.next()
+  for (const name of ['Ada', 'Bob']) t.equal((await app.inject({ method: 'POST', url: '/students', payload: student(name) })).statusCode, 201)
+  const ada = await live.event()
+  t.equal(ada?.data.name, 'Ada', 'from now: not the event before the stream began')
+  live.close()
+
+  // Bob's event may have been sent before the close; Cy's and Dee's come while no stream is open.
+  for (const name of ['Cy', 'Dee']) t.equal((await app.inject({ method: 'POST', url: '/students', payload: student(name) })).statusCode, 201)
+  const resumed = await openStream(t, app, '/api/events/stream', { ...bearer(admin.token), 'last-event-id': String(ada!.id) })
+  await resumed.next()
+  const names = []
+  for (let event = await resumed.event(1_000); event !== undefined; event = await resumed.event(1_000)) names.push(event.data.name)
+  t.same(names, ['Bob', 'Cy', 'Dee'], 'each event after the last received, once')
+  resumed.close()
+})
+
+t.test('a stream holds the list\'s filters and permissions', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  await roleWithPermissions(app, 'Feed', ['event-list'])
+  const feedOnly = await userWithRoles(app, ['Feed'])
+  const plain = await userWithRoles(app, ['User'])
+
+  const refused = await app.inject({ url: '/api/events/stream', headers: bearer(plain.token) })
+  t.equal(refused.statusCode, 403)
+  t.match(refused.json(), { code: 'permission_denied' })
+  t.equal((await app.inject({ url: '/api/events/stream' })).statusCode, 401)
+  const badId = await app.inject({ url: '/api/events/stream', headers: { ...bearer(admin.token), 'last-event-id': 'abc' } })
+  t.equal(badId.statusCode, 400)
+  t.match(badId.json(), { code: 'invalid_parameter', param: 'last-event-id' })
+
+  const students = await openStream(t, app, '/api/events/stream?after=0', bearer(feedOnly.token))
+  const updates = await openStream(t, app, '/api/events/stream?after=0&type[eq]=student.updated', bearer(admin.token))
+  t.equal((await app.inject({ method: 'POST', url: '/api/clients', headers: bearer(admin.token), payload: client })).statusCode, 201)
+  const created = await app.inject({ method: 'POST', url: '/students', payload: student('Ada') })
+  t.equal((await app.inject({ method: 'PUT', url: `/api/v1/students/${created.json().id}`, payload: { name: 'Ada L.' } })).statusCode, 200)
+  t.same([(await students.event())?.type, (await students.event())?.type], ['student.created', 'student.updated'], 'no client event without client-list')
+  t.match(await updates.event(), { type: 'student.updated', data: { name: 'Ada L.' } }, 'filtered by type')
+  t.equal(await updates.event(500), undefined, 'and nothing else')
+  students.close()
+  updates.close()
+})
+
+t.test('a stream ends as the instance shuts down, and a Last-Event-ID past the retention is 410', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  for (const name of ['Ada', 'Bob']) t.equal((await app.inject({ method: 'POST', url: '/students', payload: student(name) })).statusCode, 201)
+  const ids = (await app.knex('change_outbox').orderBy('id').pluck('id')).map(Number)
+  await app.knex('change_outbox').where('id', ids[0]).update({ at: app.knex.raw('now() - interval \'31 days\'') })
+  t.equal(await app.outboxSweep(), 1)
+  const stale = await app.inject({ url: '/api/events/stream', headers: { ...bearer(admin.token), 'last-event-id': String(ids[0]! - 1) } })
+  t.equal(stale.statusCode, 410)
+  t.match(stale.json(), { code: 'cursor_expired' })
+
+  const stream = await openStream(t, app, '/api/events/stream', { ...bearer(admin.token), 'last-event-id': String(ids[0]) })
+  t.match(await stream.event(), { data: { name: 'Bob' } })
+  app.shuttingDown = true
+  t.equal(await stream.next(2_000), undefined)
+  t.ok(stream.ended, 'the stream ends, for the client to resume on another instance')
+})

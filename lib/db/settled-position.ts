@@ -9,7 +9,8 @@ const DRAWN = 'select case when is_called then last_value else 0 end::float8 as 
 // whose ids are past the last to end; nor pg_xact_status(), which says committed a moment
 // before snapshots see it so. A backend's id is cleared as its transaction ends for every
 // snapshot (each instance's connections are one user's, whose ids pg_stat_activity shows).
-const IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where backend_xid is not null'
+// Of this database only: another's transactions draw no position here.
+const IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where backend_xid is not null and datname = current_database()'
 // Those of them still in flight.
 const STILL_IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where pid || \':\' || backend_xid = any($1::text[])'
 

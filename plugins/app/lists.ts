@@ -9,9 +9,9 @@ export interface Lists {
   /**
    * The list request of a request's validated query string (400 for a cursor of another list,
    * filters or sort); `defaultSort` is its order when the query names none (as its
-   * `listQuerySchema` says).
+   * `listQuerySchema` says). `scope` is the list whose cursors it takes: its route's by default.
    */
-  request (request: FastifyRequest, fields: ListFields, defaultSort?: readonly string[]): ListRequest
+  request (request: FastifyRequest, fields: ListFields, defaultSort?: readonly string[], scope?: string): ListRequest
   /** Sends a page, with `Link` to the next and `X-Total-Count` as asked; `envelope` as /api answers. */
   send (reply: FastifyReply, list: ListRequest, page: ListPage, options: { path: string, envelope?: boolean }): FastifyReply
 }
@@ -27,7 +27,7 @@ declare module 'fastify' {
 export default fp(async (fastify) => {
   const secret = cursorSecret(fastify.config.auth.jwtSecret)
   fastify.decorate('lists', {
-    request: (request, fields, defaultSort) => listRequest(request.routeOptions.url!, fields, request.query as ListQuery, secret, defaultSort),
+    request: (request, fields, defaultSort, scope = request.routeOptions.url!) => listRequest(scope, fields, request.query as ListQuery, secret, defaultSort),
     send: (reply, list, page, { path, envelope }) => sendPage(reply, list, page, { path, secret, envelope })
   } satisfies Lists)
 }, { name: 'lists', dependencies: ['config'] })

@@ -2,7 +2,7 @@ import http from 'node:http'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, buildApp } from '../../helper.js'
-import { bearer, client, roleWithPermissions, userWithRoles } from './accounts.js'
+import { bearer, client, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 
 /** A message of a stream: its `id` and `data`, or a comment. */
 interface Message { id?: string, data?: string, comment?: string, retry?: string }
@@ -149,6 +149,14 @@ t.test('a stream holds the list\'s filters and permissions', async t => {
   t.same([(await students.event())?.type, (await students.event())?.type], ['student.created', 'student.updated'], 'no client event without client-list')
   t.match(await updates.event(), { type: 'student.updated', data: { name: 'Ada L.' } }, 'filtered by type')
   t.equal(await updates.event(500), undefined, 'and nothing else')
+
+  // From a list's cursor: where the pages ended, with their filters.
+  const listed = await app.inject({ url: '/api/events?type[eq]=student.created', headers: bearer(admin.token) })
+  const cursor = /cursor=([^&>]+)/.exec(listed.headers.link as string)![1]
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Bob') })).statusCode, 201)
+  const fromCursor = await openStream(t, app, `/api/events/stream?type[eq]=student.created&cursor=${cursor}`, bearer(admin.token))
+  t.match(await fromCursor.event(), { type: 'student.created', data: { name: 'Bob' } }, 'the events after the list\'s last page')
+  fromCursor.close()
   students.close()
   updates.close()
 })
@@ -169,4 +177,54 @@ t.test('a stream ends as the instance shuts down, and a Last-Event-ID past the r
   app.shuttingDown = true
   t.equal(await stream.next(2_000), undefined)
   t.ok(stream.ended, 'the stream ends, for the client to resume on another instance')
+})
+
+t.test('a client too slow to read holds its stream back; one that leaves ends it; a key that never expires streams on', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const made = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(admin.token), payload: { name: 'feed', permissions: ['event-list'], current_password: PASSWORD } })
+  t.equal(made.statusCode, 201)
+  // More events than a stream reads at a time, and than a connection holds unread.
+  await app.knex.raw(`insert into change_outbox (resource, resource_id, action, data)
+    select 'student', n, 'create', jsonb_build_object('id', n, 'name', repeat('x', 10000)) from generate_series(1, 1500) n`)
+
+  const slow = await openStream(t, app, '/api/events/stream?after=0', bearer(made.json().secret))
+  slow.res.pause()
+  await new Promise(resolve => setTimeout(resolve, 300))
+  slow.res.resume()
+  const ids: number[] = []
+  while (ids.length < 1500) {
+    const event = await slow.event()
+    if (event === undefined) break
+    ids.push(event.resource_id)
+  }
+  t.same(ids, Array.from({ length: 1500 }, (_, i) => i + 1), 'every event, in pages, once the client reads')
+
+  const leaving = await openStream(t, app, '/api/events/stream?after=0', bearer(admin.token))
+  leaving.res.pause()
+  await new Promise(resolve => setTimeout(resolve, 300))
+  leaving.close()
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200, 'the instance goes on')
+})
+
+t.test('a stream survives a failed look at the feed; one whose read fails ends, for the client to resume', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const stream = await openStream(t, app, '/api/events/stream', bearer(admin.token))
+  t.same(await stream.next(), { retry: '2000' })
+
+  // The feed cannot be measured for a while (the sequence renamed): looks fail, and are retried.
+  await app.knex.raw('alter sequence change_positions rename to change_positions_away')
+  await new Promise(resolve => setTimeout(resolve, 600))
+  await app.knex.raw('alter sequence change_positions_away rename to change_positions')
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Ada') })).statusCode, 201)
+  t.match(await stream.event(), { type: 'student.created', data: { name: 'Ada' } }, 'the stream goes on')
+
+  // Its read fails (the table gone for a moment): it ends.
+  await app.knex.raw('alter table change_outbox rename to change_outbox_away')
+  t.teardown(() => app.knex.raw('alter table if exists change_outbox_away rename to change_outbox'))
+  await app.knex.raw('select nextval(\'change_positions\')')
+  t.equal(await stream.next(2_000), undefined)
+  t.ok(stream.ended)
 })

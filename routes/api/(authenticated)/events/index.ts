@@ -1,7 +1,8 @@
 import { PassThrough } from 'node:stream'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { CodedError } from '../../../../lib/http/error-codes.js'
-import type { ListRequest } from '../../../../lib/http/list-query.js'
+import type { FastifyRequest } from 'fastify'
+import type { Filter, ListRequest } from '../../../../lib/http/list-query.js'
 import { eventsRepository } from './repository.js'
 import { eventListFields, eventSchemas, eventSharedSchemas, eventsTag } from './schema.js'
 
@@ -23,12 +24,18 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
   const repository = eventsRepository(fastify.database)
   const { changeFeed } = fastify
   const heartbeatMs = fastify.config.outbox.heartbeatSeconds * 1_000
+  // Permissions come with the migrations only, which have run before routes are registered.
+  const guarded = await repository.guardedResources()
+  const visible = (request: FastifyRequest, filters: Filter[]) =>
+    repository.visibleTo(guarded.filter(resource => !request.user.permissions.has(`${resource}-list`)), filters)
 
+  // The list as its links name it (lib/http/paging.ts): the path without a trailing slash.
+  const listScope = fastify.prefix
   fastify.get('/', { schema: eventSchemas.index, onRequest: fastify.can('event-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, eventListFields)
     const after = list.after?.id ?? 0
     if (after > 0 && after < await repository.sweptThrough()) throw expired(after)
-    const filters = await repository.visibleTo(request.user.permissions, list.filters)
+    const filters = visible(request, list.filters)
     const through = await changeFeed.settled()
     const page = await repository.page({ ...list, filters }, through)
     // Once every event up to the settled position is shown, the next page starts there: a
@@ -38,11 +45,13 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.get('/stream', { schema: eventSchemas.stream, onRequest: fastify.can('event-list') }, async (request, reply) => {
-    const list = fastify.lists.request(request, eventListFields)
+    // It takes the list's cursors: a consumer streams on from where its pages ended.
+    const list = fastify.lists.request(request, eventListFields, undefined, listScope)
     const lastEventId = request.headers['last-event-id']
-    const from = lastEventId === undefined ? list.after?.id : Number(lastEventId)
+    // `after=0` is the beginning (the list takes it for no `after`); without any, from now.
+    const from = lastEventId === undefined ? request.query.after ?? list.after?.id : Number(lastEventId)
     if (from !== undefined && from > 0 && from < await repository.sweptThrough()) throw expired(from)
-    const read: ListRequest = { ...list, limit: STREAM_PAGE, filters: await repository.visibleTo(request.user.permissions, list.filters) }
+    const read: ListRequest = { ...list, limit: STREAM_PAGE, filters: visible(request, list.filters) }
 
     const out = new PassThrough()
     let position = from ?? await changeFeed.settled()
@@ -54,23 +63,25 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
         through = settled
         wake?.()
       },
-      closing: () => end()
+      closing: () => end(false)
     })
     const heartbeat = setInterval(() => out.write(': heartbeat\n\n'), heartbeatMs)
     // An access token's stream ends with the token: the client reconnects with a new one. (A
     // key that never expires has an expiry no timer holds.)
     const untilExpiry = request.user.exp * 1_000 - Date.now()
-    const expiry = untilExpiry < LONGEST_TIMER_MS ? setTimeout(() => end(), Math.max(0, untilExpiry)) : undefined
-    function end (): void {
+    const expiry = untilExpiry < LONGEST_TIMER_MS ? setTimeout(() => end(false), Math.max(0, untilExpiry)) : undefined
+    /** Ends the stream: what was sent is delivered, unless the client is `gone` (then dropped at once). */
+    function end (gone: boolean): void {
       if (state.ended) return
       state.ended = true
       unfollow()
       clearInterval(heartbeat)
       clearTimeout(expiry)
-      out.end()
+      if (gone) out.destroy()
+      else out.end()
       wake?.()
     }
-    reply.raw.on('close', end)
+    reply.raw.on('close', () => end(true))
 
     /** Writes `text`; once the client has all it was sent before, or has gone. */
     async function send (text: string): Promise<void> {
@@ -108,7 +119,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
     out.write(`retry: ${RECONNECT_MS}\n\n`)
     pump().catch((error: unknown) => {
       request.log.warn({ err: error }, 'an event stream failed: it ends, and the client resumes from its last event')
-      end()
+      end(false)
     })
     // The stream's text is the schema's string, written as it comes.
     return reply.send(out as unknown as string)

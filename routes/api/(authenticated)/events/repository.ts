@@ -33,29 +33,27 @@ function createEventsRepository (database: Database) {
     }
   })
 
-  // A resource whose list needs a permission (`client-list`) shows its events to those who
-  // hold it; one whose list needs none (students) to every caller. Permissions come with the
-  // migrations only, so they are read once, at the first request.
-  let guarded: Promise<string[]> | undefined
-  const guardedResources = () => (guarded ??= knex('permissions').where('name', 'like', '%-list').pluck('name')
-    .then(names => names.map(name => name.slice(0, -'-list'.length)), (error: unknown) => {
-      guarded = undefined
-      throw error
-    }))
-
   return {
     /** One page of events up to the settled position `through`. */
     page: feed.query,
 
-    /** The filters asked for, and one that leaves out the resources the caller may not list. */
-    async visibleTo (permissions: ReadonlySet<string>, filters: Filter[]): Promise<Filter[]> {
-      const hidden = (await guardedResources()).filter(resource => !permissions.has(`${resource}-list`))
+    /**
+     * The resources whose events a caller may not see: those whose list needs a permission
+     * (`client-list`) it lacks. A resource whose list needs none (students) shows its events to
+     * every caller.
+     */
+    async guardedResources (): Promise<string[]> {
+      return (await knex('permissions').where('name', 'like', '%-list').pluck('name')).map(name => name.slice(0, -'-list'.length))
+    },
+
+    /** The filters asked for, and one that leaves out the resources hidden from the caller. */
+    visibleTo (hidden: string[], filters: Filter[]): Filter[] {
       return hidden.length === 0 ? filters : [...filters, { field: HIDDEN, operator: 'in', value: hidden }]
     },
 
     /** The highest position the retention sweep deleted: a reader after an earlier one may have missed events. */
     async sweptThrough (): Promise<number> {
-      return Number((await knex('swept_positions').where({ source: 'change_outbox' }).first('through'))?.through ?? 0)
+      return Number((await knex('swept_positions').where({ source: 'change_outbox' }).first('through')).through)
     }
   }
 }

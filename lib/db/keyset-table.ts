@@ -73,6 +73,7 @@ const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as 
 export function keysetTable<Row> (database: Database, options: KeysetTableOptions) {
   const { knex, pool } = database
   const { name, rows, columns, schema, references = [], fields, customFilters = {}, id = 'id', idType = 'integer', settled = false } = options
+  const maxId = idType === 'bigint' ? MAX_POSITION : MAX_ID
   // The rows a list may show: all, or those up to the settled position.
   const shown = (knex: Knex, through: number) => settled ? rows(knex).where(id, '<=', through) : rows(knex)
   // A page's cursor takes each sort key from the row, by the name the row has it under.
@@ -181,9 +182,9 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       return pageQuery(request, Number.MAX_SAFE_INTEGER).toSQL().toNative()
     },
 
-    /** The row of this id with its version, if any; an id past PostgreSQL's integers names none. */
+    /** The row of this id with its version, if any; an id past the id column's type names none. */
     async find (rowId: number, trx: Knex = knex): Promise<Versioned<Row> | undefined> {
-      if (rowId > (idType === 'bigint' ? MAX_POSITION : MAX_ID)) return undefined
+      if (rowId > maxId) return undefined
       return (await find([rowId], trx)).rows[0]
     }
   }

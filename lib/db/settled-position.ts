@@ -8,8 +8,9 @@ const DRAWN = 'select case when is_called then last_value else 0 end::float8 as 
 // took its id first. Not a snapshot's in-flight ones (pg_snapshot_xip), which leave out those
 // whose ids are past the last to end; nor pg_xact_status(), which says committed a moment
 // before snapshots see it so. A backend's id is cleared as its transaction ends for every
-// snapshot (each instance's connections are one user's, whose ids pg_stat_activity shows).
-// Of this database only: another's transactions draw no position here.
+// snapshot, and pg_stat_activity shows it to every role. Of this database only: another's
+// transactions draw no position here. (A prepared transaction of two-phase commit holds its id
+// apart from any backend: not supported beside the feed.)
 const IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where backend_xid is not null and datname = current_database()'
 // Those of them still in flight.
 const STILL_IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where pid || \':\' || backend_xid = any($1::text[])'
@@ -27,7 +28,7 @@ const LONGEST_WAIT_MS = 50
  * `settled()` answers a position measured after it was called, so a caller sees every change
  * committed before it asked. Callers that ask while a measurement waits to begin share it.
  * A measurement waits for every writing transaction in flight when it looks, even one that
- * draws no position: writing transactions here are short.
+ * draws no position: a transaction held open long holds readers back as long.
  */
 export function settledPositions (pool: pg.Pool): () => Promise<number> {
   async function measure (): Promise<number> {

@@ -232,6 +232,14 @@ function seconds (env: Env, name: string, fallback: number): number {
   return ms / 1_000
 }
 
+/** EVENTS_HEARTBEAT: shorter than REQUEST_TIMEOUT, after which an idle connection is closed. */
+function heartbeatSeconds (env: Env): number {
+  const heartbeat = seconds(env, 'EVENTS_HEARTBEAT', 15)
+  const idle = milliseconds(env, 'REQUEST_TIMEOUT', 30_000)
+  if (heartbeat * 1_000 >= idle) throw new ConfigError(`EVENTS_HEARTBEAT must be shorter than REQUEST_TIMEOUT (${idle} ms), after which an idle stream's connection is closed, got "${read(env, 'EVENTS_HEARTBEAT')}"`)
+  return heartbeat
+}
+
 /**
  * JWT_SECRET, which must be at least 32 bytes; null when none is given on the embedded
  * database, where start-up keeps one in the data folder (lib/process/jwt-secret.ts).
@@ -444,7 +452,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
     outbox: {
       enabled: oneOf(env, 'CHANGE_OUTBOX', 'on', ['on', 'off']) === 'on',
       retentionSeconds: seconds(env, 'EVENTS_RETENTION', 30 * 86_400),
-      heartbeatSeconds: seconds(env, 'EVENTS_HEARTBEAT', 15)
+      heartbeatSeconds: heartbeatSeconds(env)
     },
     metrics: metricsListener(env),
     tracing: tracing(env)

@@ -34,7 +34,8 @@ export default fp(async (fastify) => {
     } else if (status >= 400) {
       if (request.is404) request.log.debug(line(request, reply), 'no such route')
       else request.log.info(line(request, reply), 'request refused')
-    } else if (reply.elapsedTime >= slowMs) {
+    // An event stream lasts as long as its client stays: it is not slow.
+    } else if (reply.elapsedTime >= slowMs && !String(reply.getHeader('content-type')).startsWith('text/event-stream')) {
       request.log.warn(line(request, reply), 'slow request')
     }
     done()

@@ -237,6 +237,7 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, AUDIT_LOG: 'false' }, /^AUDIT_LOG must be one of on, off, got "false"$/],
     [{ ...withDb, AUDIT_RETENTION: '0' }, /^AUDIT_RETENTION must be from 1s to 36500d, got "0"$/],
     [{ ...withDb, CHANGE_OUTBOX: 'no' }, /^CHANGE_OUTBOX must be one of on, off, got "no"$/],
+    [{ ...withDb, EVENTS_HEARTBEAT: '30s' }, /^EVENTS_HEARTBEAT must be shorter than REQUEST_TIMEOUT \(30000 ms\), after which an idle stream's connection is closed, got "30s"$/],
     [{ ...withDb, EVENTS_RETENTION: '1500ms' }, /^EVENTS_RETENTION counts whole seconds, got "1500ms"$/],
     [{ ...withDb, SHUTDOWN_DELAY: '-1s' }, /^SHUTDOWN_DELAY must be a duration: a whole number with a unit, ms, s, m, h or d \(250ms, 90s, 15m, 1h, 7d\), or plain seconds, got "-1s"$/],
     [{ ...withDb, MIGRATE: 'no' }, /^MIGRATE must be one of true, false, got "no"$/],
@@ -265,7 +266,7 @@ t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async
 })
 
 t.test('EVENTS_RETENTION and EVENTS_HEARTBEAT take durations, CHANGE_OUTBOX on or off', async t => {
-  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, EVENTS_RETENTION: '7d', EVENTS_HEARTBEAT: '30s', CHANGE_OUTBOX: 'off' })
+  const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, EVENTS_RETENTION: '7d', EVENTS_HEARTBEAT: '30s', REQUEST_TIMEOUT: '60s', CHANGE_OUTBOX: 'off' })
   t.same(config.outbox, { enabled: false, retentionSeconds: 7 * 86_400, heartbeatSeconds: 30 })
 })
 

@@ -111,6 +111,8 @@ t.test('a stream resumed with Last-Event-ID misses nothing and repeats nothing; 
 
   const live = await openStream(t, app, '/api/events/stream', bearer(admin.token))
   await live.next()
+  const [{ id: old }] = await app.knex('change_outbox').max({ id: 'id' })
+  t.same(await live.next(), { id: String(old) }, 'from now: first, where it stands, as an id without data (the client\'s Last-Event-ID)')
   for (const name of ['Ada', 'Bob']) t.equal((await app.inject({ method: 'POST', url: '/students', payload: student(name) })).statusCode, 201)
   const ada = await live.event()
   t.equal(ada?.data.name, 'Ada', 'from now: not the event before the stream began')
@@ -174,9 +176,20 @@ t.test('a stream ends as the instance shuts down, and a Last-Event-ID past the r
 
   const stream = await openStream(t, app, '/api/events/stream', { ...bearer(admin.token), 'last-event-id': String(ids[0]) })
   t.match(await stream.event(), { data: { name: 'Bob' } })
+
   app.shuttingDown = true
   t.equal(await stream.next(2_000), undefined)
   t.ok(stream.ended, 'the stream ends, for the client to resume on another instance')
+  app.shuttingDown = false
+
+  // Events after a stream's position swept while it waited: it ends, for the reconnect's 410.
+  const behind = await openStream(t, app, '/api/events/stream?after=0&type[eq]=student.updated', bearer(admin.token))
+  t.same(await behind.next(), { retry: '2000' })
+  t.same(await behind.next(), { id: String(ids[1]) }, 'where it stands: no event matched')
+  await app.knex('swept_positions').where({ source: 'change_outbox' }).update({ through: ids[1]! + 1_000 })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Cy') })).statusCode, 201)
+  t.equal(await behind.next(2_000), undefined)
+  t.ok(behind.ended, 'it ends')
 })
 
 t.test('a client too slow to read holds its stream back; one that leaves ends it; a key that never expires streams on', async t => {
@@ -206,6 +219,18 @@ t.test('a client too slow to read holds its stream back; one that leaves ends it
   leaving.close()
   await new Promise(resolve => setTimeout(resolve, 300))
   t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200, 'the instance goes on')
+
+  // A client that leaves before its stream begins (it waits on a transaction in flight).
+  const holding = await app.knex.transaction()
+  await holding.raw('select pg_current_xact_id()')
+  const early = http.get(`http://127.0.0.1:${(app.server.address() as { port: number }).port}/api/events/stream`, { headers: bearer(admin.token), agent: false })
+  early.on('error', () => {})
+  await new Promise(resolve => setTimeout(resolve, 300))
+  early.destroy()
+  await new Promise(resolve => setTimeout(resolve, 100))
+  await holding.commit()
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200, 'nothing streams to it')
 })
 
 t.test('a stream survives a failed look at the feed; one whose read fails ends, for the client to resume', async t => {

@@ -10,8 +10,8 @@ import { eventListFields, eventSchemas, eventSharedSchemas, eventsTag } from './
 const STREAM_PAGE = 500
 /** How long a client waits before reconnecting to a stream that ended, in milliseconds (the stream's `retry`). */
 const RECONNECT_MS = 2_000
-/** The longest delay a Node.js timer takes (a longer one fires at once). */
-const LONGEST_TIMER_MS = 2 ** 31 - 1
+/** How long a stream lasts at most before the client reconnects, and its caller is checked again. */
+const STREAM_LIFETIME_MS = 5 * 60_000
 
 const expired = (after: number) => new CodedError('cursor_expired', `Events after ${after} may have been swept (EVENTS_RETENTION): read the lists again, then follow the events from the newest`)
 
@@ -34,13 +34,15 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/', { schema: eventSchemas.index, onRequest: fastify.can('event-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, eventListFields)
     const after = list.after?.id ?? 0
-    if (after > 0 && after < await repository.sweptThrough()) throw expired(after)
-    const filters = visible(request, list.filters)
     const through = await changeFeed.settled()
-    const page = await repository.page({ ...list, filters }, through)
-    // Once every event up to the settled position is shown, the next page starts there: a
-    // consumer polls from it, and a filter that matched none there is not read again.
-    page.next ??= { values: [], id: Math.max(through, after) }
+    const page = await repository.page({ ...list, filters: visible(request, list.filters) }, through)
+    // After the read: a sweep that committed before it is seen here.
+    if (after > 0 && after < await repository.sweptThrough()) throw expired(after)
+    // Once every event up to the settled position is shown, the next page starts at the last
+    // event there is up to it: a consumer polls from it, and a filter that matched none there
+    // is not read again. (Not the settled position itself: one drawn by a transaction that
+    // never committed may be drawn again after a crash.)
+    page.next ??= { values: [], id: Math.max(after, await repository.lastIdThrough(through)) }
     return fastify.lists.send(reply, list, page, { path: fastify.prefix, envelope: true })
   })
 
@@ -50,63 +52,85 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
     const lastEventId = request.headers['last-event-id']
     // `after=0` is the beginning (the list takes it for no `after`); without any, from now.
     const from = lastEventId === undefined ? request.query.after ?? list.after?.id : Number(lastEventId)
-    if (from !== undefined && from > 0 && from < await repository.sweptThrough()) throw expired(from)
     const read: ListRequest = { ...list, limit: STREAM_PAGE, filters: visible(request, list.filters) }
-
     const out = new PassThrough()
-    let position = from ?? await changeFeed.settled()
-    let through = position
     const state = { ended: false }
     let wake: (() => void) | undefined
-    const unfollow = changeFeed.follow({
+    let unfollow = () => {}
+    const timers: { heartbeat?: NodeJS.Timeout, lifetime?: NodeJS.Timeout } = {}
+    /** Ends the stream: what was sent is delivered, unless the client is `gone` (then dropped at once). */
+    function end (gone: boolean): void {
+      if (state.ended) return
+      state.ended = true
+      unfollow()
+      clearInterval(timers.heartbeat)
+      clearTimeout(timers.lifetime)
+      if (gone) out.destroy()
+      else out.end()
+      wake?.()
+    }
+    // From the first wait on: a client that leaves meanwhile is gone when the stream begins.
+    reply.raw.on('close', () => end(true))
+
+    if (from !== undefined && from > 0 && from < await repository.sweptThrough()) throw expired(from)
+    // A position of an event that exists: a position drawn by a transaction that never
+    // committed may be drawn again after a crash, and the event then would come before it.
+    let position = from ?? await repository.lastIdThrough(await changeFeed.settled())
+    if (state.ended) return reply
+    let through = position
+    unfollow = changeFeed.follow({
       advanced: settled => {
         through = settled
         wake?.()
       },
       closing: () => end(false)
     })
-    const heartbeat = setInterval(() => out.write(': heartbeat\n\n'), heartbeatMs)
-    // An access token's stream ends with the token: the client reconnects with a new one. (A
-    // key that never expires has an expiry no timer holds.)
-    const untilExpiry = request.user.exp * 1_000 - Date.now()
-    const expiry = untilExpiry < LONGEST_TIMER_MS ? setTimeout(() => end(false), Math.max(0, untilExpiry)) : undefined
-    /** Ends the stream: what was sent is delivered, unless the client is `gone` (then dropped at once). */
-    function end (gone: boolean): void {
-      if (state.ended) return
-      state.ended = true
-      unfollow()
-      clearInterval(heartbeat)
-      clearTimeout(expiry)
-      if (gone) out.destroy()
-      else out.end()
-      wake?.()
-    }
-    reply.raw.on('close', () => end(true))
+    timers.heartbeat = setInterval(() => out.write(': heartbeat\n\n'), heartbeatMs)
+    // Each stream ends within STREAM_LIFETIME_MS, or as its access token expires: the client
+    // reconnects, and its caller is checked again (a key revoked, a session ended, a permission
+    // taken away).
+    timers.lifetime = setTimeout(() => end(false), Math.max(0, Math.min(STREAM_LIFETIME_MS, request.user.exp * 1_000 - Date.now())))
 
     /** Writes `text`; once the client has all it was sent before, or has gone. */
     async function send (text: string): Promise<void> {
       if (out.write(text)) return
       await new Promise<void>(resolve => {
-        out.once('drain', resolve)
-        out.once('close', resolve)
+        const done = () => {
+          out.off('drain', done)
+          out.off('close', done)
+          resolve()
+        }
+        out.on('drain', done)
+        out.on('close', done)
       })
     }
 
     /** Sends the events up to the settled position, then each as it commits, until the stream ends. */
     async function pump (): Promise<void> {
       let upTo = from === undefined ? position : await changeFeed.settled()
+      let told = from ?? 0
       while (!state.ended) {
         for (;;) {
           const page = await repository.page({ ...read, after: { values: [], id: position } }, upTo)
           for (const row of page.rows) {
             if (state.ended) return
             await send(`id: ${row.id}\ndata: ${row.json}\n\n`)
+            told = row.id
           }
           if (page.next === undefined) break
           position = page.next.id
         }
-        position = Math.max(position, upTo)
-        if (through <= position) await new Promise<void>(resolve => { wake = resolve })
+        // Events after the position swept meanwhile (a client held back for long): the
+        // reconnect is answered 410. (From the beginning, position 0, the oldest kept is the beginning.)
+        if (position > 0 && position < await repository.sweptThrough()) return end(false)
+        position = Math.max(position, await repository.lastIdThrough(upTo))
+        // Where the stream stands, though no event matched: an id without data moves the
+        // client's Last-Event-ID without an event (EventSource), so a reconnect scans no more.
+        if (position > told && !state.ended) {
+          await send(`id: ${position}\n\n`)
+          told = position
+        }
+        if (!state.ended && through <= position) await new Promise<void>(resolve => { wake = resolve })
         wake = undefined
         upTo = through
       }

@@ -51,6 +51,12 @@ function createEventsRepository (database: Database) {
       return hidden.length === 0 ? filters : [...filters, { field: HIDDEN, operator: 'in', value: hidden }]
     },
 
+    /** The id of the last event at or before `through`; 0 if none. */
+    async lastIdThrough (through: number): Promise<number> {
+      const { rows } = await database.pool.query<{ id: number }>('select coalesce(max(id), 0)::float8 as id from change_outbox where id <= $1', [through])
+      return rows[0]!.id
+    },
+
     /** The highest position the retention sweep deleted: a reader after an earlier one may have missed events. */
     async sweptThrough (): Promise<number> {
       return Number((await knex('swept_positions').where({ source: 'change_outbox' }).first('through')).through)

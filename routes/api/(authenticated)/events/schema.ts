@@ -3,13 +3,13 @@ import { listQuerySchema, type ListFields } from '../../../../lib/http/list-quer
 import { MAX_POSITION } from '../../../../lib/http/limits.js'
 import { Envelope, errorResponses, ListResponse, NotModified, ReadHeaders, Timestamp, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
-export const eventsTag = { name: 'events', description: 'The change feed: every create, update and delete of a student, client, role or user, in commit order' }
+export const eventsTag = { name: 'events', description: 'The change feed: every create, update and delete of a student, client, role or user; a record\'s events in the order its changes committed' }
 
 /** An event's type: its resource and what happened to it. */
 export const EVENT_TYPE_PATTERN = '^[a-z][a-z_]*\\.(created|updated|deleted)$'
 
 export const Event = Type.Object({
-  id: Type.Integer({ minimum: 1, description: 'The event\'s position in the feed: events come in increasing id, in the order their changes committed. Not every number is an event\'s.' }),
+  id: Type.Integer({ minimum: 1, description: 'The event\'s position in the feed: events come in increasing id; a record\'s in the order its changes committed, those of different records in the order each change\'s last write finished. Not every number is an event\'s.' }),
   // A string, not an enum: a resource added to the service has events with no change here.
   type: Type.String({ pattern: EVENT_TYPE_PATTERN, description: '`<resource>.created`, `.updated` or `.deleted`: `student.*`, `client.*`, `role.*`, `user.*`, or of a resource added since', examples: ['student.created'] }),
   resource: Type.String({ description: 'What changed: `student`, `client`, `role`, `user`, or a resource added since', examples: ['student'] }),
@@ -37,8 +37,8 @@ export const eventSchemas = {
     security: TOKEN_OR_KEY,
     operationId: 'events.index',
     summary: 'List events',
-    description: 'The events after `after` (an event\'s id) or `cursor`, in commit order, filtered as asked, `limit` at a time (default 100, at most 1000); needs event-list, and shows the events of a resource only to a caller who may list it (`client-list` for `client.*`; students are public). ' +
-      'A page waits for the transactions in flight to end (a few milliseconds), so that a reader following `next` sees every event once, in commit order, whatever commits meanwhile on any instance. `Link: <…>; rel="next"` is always there: the page after the last event shown, or, once the events are all read, where to poll from for those still to come. ' +
+    description: 'The events after `after` (an event\'s id) or `cursor`, in id order (a record\'s in the order its changes committed), filtered as asked, `limit` at a time (default 100, at most 1000); needs event-list, and shows the events of a resource only to a caller who may list it (`client-list` for `client.*`; students are public). ' +
+      'A page waits for the writing transactions in flight in the database to end (a few milliseconds; one held open longer holds the page back, 503 past HANDLER_TIMEOUT), so that a reader following `next` sees every event once, whatever commits meanwhile on any instance. `Link: <…>; rel="next"` is always there: the page after the last event shown, or, once the events are all read, where to poll from for those still to come. ' +
       'A cursor or `after` older than EVENTS_RETENTION (default 30 days), whose next events may have been swept, is answered 410 (`cursor_expired`): read the lists again, then follow the events from the newest.',
     querystring: listQuerySchema(eventListFields, undefined, MAX_POSITION),
     headers: ReadHeaders,
@@ -49,8 +49,8 @@ export const eventSchemas = {
     security: TOKEN_OR_KEY,
     operationId: 'events.stream',
     summary: 'Follow events as they commit (Server-Sent Events)',
-    description: 'The events after `Last-Event-ID` (as a reconnecting `EventSource` sends it), else after `after` or `cursor`, else from now: first those already committed, then each as it commits, with the list\'s filters and permissions. Each event is a message whose `id` is the event\'s and whose `data` is the event as the list shows it; a comment line (`: heartbeat`) comes every EVENTS_HEARTBEAT (15 s) while nothing else does. ' +
-      'The stream ends when the access token expires, and when the instance shuts down: reconnect with `Last-Event-ID` (an `EventSource` does so by itself, after the `retry` the stream names) and nothing is missed or repeated. A `Last-Event-ID` older than EVENTS_RETENTION is answered 410 (`cursor_expired`).',
+    description: 'The events after `Last-Event-ID` (as a reconnecting `EventSource` sends it), else after `after` or `cursor`, else from now: first those already committed, then each as it commits, with the list\'s filters and permissions. Each event is a message whose `id` is the event\'s and whose `data` is the event as the list shows it. A message with an `id` and no `data` says where the stream stands when no event matched (it moves an EventSource\'s Last-Event-ID and fires no event); a comment line (`: heartbeat`) comes every EVENTS_HEARTBEAT (15 s). ' +
+      'The stream ends after 5 minutes, or sooner as the access token expires or the instance shuts down: reconnect with `Last-Event-ID` (an `EventSource` does so by itself, after the `retry` the stream names), and nothing is missed or repeated; the caller is checked again at each reconnect (a revoked key or an ended session is refused). A stream held back so long that the events after it were swept ends too, and its reconnect is answered 410. A `Last-Event-ID` older than EVENTS_RETENTION is answered 410 (`cursor_expired`).',
     querystring: streamQuery,
     headers: Type.Object({
       'last-event-id': Type.Optional(Type.String({ pattern: '^(0|[1-9][0-9]{0,14})$', description: 'The id of the last event received: the stream begins after it' }))

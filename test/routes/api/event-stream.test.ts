@@ -253,3 +253,14 @@ t.test('a stream survives a failed look at the feed; one whose read fails ends, 
   t.equal(await stream.next(2_000), undefined)
   t.ok(stream.ended)
 })
+
+t.test('a filtered stream reads past many events that do not match, a bounded number at a time', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  await app.knex.raw(`insert into change_outbox (resource, resource_id, action, data)
+    select 'probe', n, 'update', '{}' from generate_series(1, 12000) n`)
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Ada') })).statusCode, 201)
+  const stream = await openStream(t, app, '/api/events/stream?after=0&type[eq]=student.created', bearer(admin.token))
+  t.match(await stream.event(), { type: 'student.created', data: { name: 'Ada' } }, 'the one event that matches, past 12,000 that do not')
+  stream.close()
+})

@@ -10,6 +10,8 @@ import { eventListFields, eventSchemas, eventSharedSchemas, eventsTag } from './
 const STREAM_PAGE = 500
 /** How long a client waits before reconnecting to a stream that ended, in milliseconds (the stream's `retry`). */
 const RECONNECT_MS = 2_000
+/** How many events a stream's read examines at most, for each one it may send, when filtered. */
+const SCAN_FACTOR = 10
 /** How long a stream lasts at most before the client reconnects, and its caller is checked again. */
 const STREAM_LIFETIME_MS = 5 * 60_000
 
@@ -35,6 +37,9 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
     const list = fastify.lists.request(request, eventListFields)
     const after = list.after?.id ?? 0
     const through = await changeFeed.settled()
+    // A page that is not full holds every matching event up to `through`: a consumer takes an
+    // empty page for "caught up". (A filter that matches few reads far for its page: a
+    // stream's reads, which loop on their own, stop at so many events and go on from there.)
     const page = await repository.page({ ...list, filters: visible(request, list.filters) }, through)
     // After the read: a sweep that committed before it is seen here.
     if (after > 0 && after < await repository.sweptThrough()) throw expired(after)
@@ -111,14 +116,16 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
       let told = from ?? 0
       while (!state.ended) {
         for (;;) {
-          const page = await repository.page({ ...read, after: { values: [], id: position } }, upTo)
+          const bound = read.filters.length === 0 ? upTo : await repository.scanBound(position, upTo, STREAM_PAGE * SCAN_FACTOR)
+          const page = await repository.page({ ...read, after: { values: [], id: position } }, bound)
           for (const row of page.rows) {
             if (state.ended) return
             await send(`id: ${row.id}\ndata: ${row.json}\n\n`)
             told = row.id
           }
-          if (page.next === undefined) break
-          position = page.next.id
+          if (page.next !== undefined) position = page.next.id
+          else if (bound < upTo) position = bound
+          else break
         }
         // Events after the position swept meanwhile (a client held back for long): the
         // reconnect is answered 410. (From the beginning, position 0, the oldest kept is the beginning.)

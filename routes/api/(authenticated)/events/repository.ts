@@ -51,6 +51,17 @@ function createEventsRepository (database: Database) {
       return hidden.length === 0 ? filters : [...filters, { field: HIDDEN, operator: 'in', value: hidden }]
     },
 
+    /**
+     * Where a filtered read of the events after `after` stops: at `through`, or sooner, at the
+     * `rows`-th event after `after`, so that a filter matching few reads no more than that many
+     * a page; the next page goes on from there.
+     */
+    async scanBound (after: number, through: number, rows: number): Promise<number> {
+      const { rows: [bound] } = await database.pool.query<{ id: number }>(
+        'select id::float8 as id from change_outbox where id > $1 and id <= $2 order by id offset $3 limit 1', [after, through, rows - 1])
+      return bound?.id ?? through
+    },
+
     /** The id of the last event at or before `through`; 0 if none. */
     async lastIdThrough (through: number): Promise<number> {
       const { rows } = await database.pool.query<{ id: number }>('select coalesce(max(id), 0)::float8 as id from change_outbox where id <= $1', [through])

@@ -264,3 +264,24 @@ t.test('a filtered stream reads past many events that do not match, a bounded nu
   t.match(await stream.event(), { type: 'student.created', data: { name: 'Ada' } }, 'the one event that matches, past 12,000 that do not')
   stream.close()
 })
+
+t.test('an idle stream waits: positions drawn past the last event (an audit entry\'s) do not keep it reading', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const fromNow = await openStream(t, app, '/api/events/stream', bearer(admin.token))
+  await fromNow.next()
+  t.same(await fromNow.next(), { id: '0' }, 'from now, on a feed with no event yet: where it stands is the beginning')
+  fromNow.close()
+  const stream = await openStream(t, app, '/api/events/stream?after=0', bearer(admin.token))
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Ada') })).statusCode, 201)
+  t.match(await stream.event(), { data: { name: 'Ada' } })
+  // An audited change with no event: its entry's position lies past the last event.
+  t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email: admin.email, password: PASSWORD } })).statusCode, 200)
+  await new Promise(resolve => setTimeout(resolve, 500))
+  const commits = async () => Number((await app.knex.raw('select xact_commit from pg_stat_database where datname = current_database()')).rows[0].xact_commit)
+  const before = await commits()
+  await new Promise(resolve => setTimeout(resolve, 1_000))
+  const during = await commits() - before
+  t.ok(during < 100, `a second of an idle stream: ${during} transactions (a look every 250 ms), not a loop of reads`)
+  stream.close()
+})

@@ -112,10 +112,14 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
 
     /** Sends the events up to the settled position, then each as it commits, until the stream ends. */
     async function pump (): Promise<void> {
-      let upTo = from === undefined ? position : await changeFeed.settled()
-      let told = from ?? 0
+      // Measured once following: an advance told meanwhile is not missed.
+      let upTo = await changeFeed.settled()
+      // Said once at least, for a stream from now (0: the beginning, on an empty feed).
+      let told = from ?? -1
       while (!state.ended) {
-        for (;;) {
+        const start = position
+        // Page by page, a bounded scan at a time, up to what was measured (or the end).
+        while (!state.ended) {
           const bound = read.filters.length === 0 ? upTo : await repository.scanBound(position, upTo, STREAM_PAGE * SCAN_FACTOR)
           const page = await repository.page({ ...read, after: { values: [], id: position } }, bound)
           for (const row of page.rows) {
@@ -127,9 +131,9 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
           else if (bound < upTo) position = bound
           else break
         }
-        // Events after the position swept meanwhile (a client held back for long): the
-        // reconnect is answered 410. (From the beginning, position 0, the oldest kept is the beginning.)
-        if (position > 0 && position < await repository.sweptThrough()) return end(false)
+        // Events after where this read began swept meanwhile (a client held back for long):
+        // the reconnect is answered 410. (From the beginning, 0, the oldest kept is the beginning.)
+        if (start > 0 && start < await repository.sweptThrough()) return end(false)
         position = Math.max(position, await repository.lastIdThrough(upTo))
         // Where the stream stands, though no event matched: an id without data moves the
         // client's Last-Event-ID without an event (EventSource), so a reconnect scans no more.
@@ -137,7 +141,9 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
           await send(`id: ${position}\n\n`)
           told = position
         }
-        if (!state.ended && through <= position) await new Promise<void>(resolve => { wake = resolve })
+        // Woken when the feed moves past what was read (not past the position told, which
+        // stops at the last event: positions drawn for audit entries lie beyond it).
+        if (!state.ended && through <= upTo) await new Promise<void>(resolve => { wake = resolve })
         wake = undefined
         upTo = through
       }

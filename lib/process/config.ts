@@ -38,6 +38,7 @@ export interface Config {
   requireIfMatch: boolean
   audit: AuditConfig
   outbox: OutboxConfig
+  webhooks: WebhooksConfig
   /** Where the Prometheus metrics are served, apart from the API; null: not at all (METRICS_PORT=off). */
   metrics: MetricsConfig | null
   /** OpenTelemetry traces sent over OTLP/HTTP; null: off, and the requests pay nothing for them. */
@@ -69,6 +70,19 @@ export interface OutboxConfig {
   retentionSeconds: number
   /** How often an idle event stream sends a comment, in seconds, so that proxies keep it open. */
   heartbeatSeconds: number
+}
+
+export interface WebhooksConfig {
+  /** Webhooks may reach loopback, private and link-local addresses (WEBHOOK_ALLOW_PRIVATE): for receivers on a private network, and tests. */
+  allowPrivate: boolean
+  /** How long an attempt waits for its whole answer, in milliseconds: a 2xx within it counts. */
+  timeoutMs: number
+  /** The wait after a delivery's first failed attempt, in milliseconds: doubled after each (lib/webhooks/backoff.ts). */
+  firstRetryMs: number
+  /** How long a delivery is retried after its event, in milliseconds; then it has failed. */
+  retryForMs: number
+  /** An endpoint whose every delivery has failed for this long is disabled, in milliseconds. */
+  disableAfterMs: number
 }
 
 export interface AuditConfig {
@@ -453,6 +467,13 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       enabled: oneOf(env, 'CHANGE_OUTBOX', 'on', ['on', 'off']) === 'on',
       retentionSeconds: seconds(env, 'EVENTS_RETENTION', 30 * 86_400),
       heartbeatSeconds: heartbeatSeconds(env)
+    },
+    webhooks: {
+      allowPrivate: flag(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+      timeoutMs: duration(env, 'WEBHOOK_TIMEOUT', 10_000, 1, 60_000),
+      firstRetryMs: milliseconds(env, 'WEBHOOK_FIRST_RETRY', 5_000),
+      retryForMs: milliseconds(env, 'WEBHOOK_RETRY_FOR', 3 * MS_PER_UNIT.d),
+      disableAfterMs: milliseconds(env, 'WEBHOOK_DISABLE_AFTER', 5 * MS_PER_UNIT.d)
     },
     metrics: metricsListener(env),
     tracing: tracing(env)

@@ -20,6 +20,12 @@ export interface ResourceDeclaration {
   order?: number
   /** The schemas its routes reference by $id: components of the document. */
   schemas?: TSchema[]
+  /**
+   * The resource whose changes it writes to the change feed (`student`), and the schema of its
+   * record (named by $id, among `schemas`), which an event's `data` holds: the webhooks'
+   * event types, and their payloads in the document's `webhooks`.
+   */
+  events?: { resource: string, record: TSchema }
 }
 
 declare module 'fastify' {
@@ -29,6 +35,8 @@ declare module 'fastify' {
      * first thing in its routes plugin, so that nothing else lists them.
      */
     declareResource (declaration: ResourceDeclaration): void
+    /** The resources whose changes the feed carries, each with its record's schema, as the route folders declared them. */
+    followedResources: ReadonlyMap<string, TSchema>
   }
 }
 
@@ -38,6 +46,7 @@ interface Operation { parameters?: (Parameter | Reference)[], responses: Record<
 interface Reference { $ref: string }
 interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>
+  webhooks?: Record<string, unknown>
   components?: { parameters?: Record<string, unknown>, headers?: Record<string, unknown> }
 }
 
@@ -101,6 +110,56 @@ function withQueryStyles<T extends OpenApiDocument> (document: T): T {
   return document
 }
 
+const EVENT_ACTIONS = { created: 'made', updated: 'changed', deleted: 'deleted' } as const
+
+/**
+ * The document's `webhooks`: for each event type, what a webhook that takes it receives
+ * (plugins/app/webhook-dispatcher.ts): the event as GET /api/events lists it, its `data` the
+ * resource's record, with the Standard Webhooks headers.
+ */
+function withWebhooks<T extends OpenApiDocument> (document: T, followed: ReadonlyMap<string, TSchema>): T {
+  const header = (name: string, description: string, schema: object) => ({ name, in: 'header', required: true, description, schema })
+  const parameters = [
+    header('webhook-id', 'The event\'s id: the same on every attempt, so that a receiver takes each event once', { type: 'string', pattern: '^[1-9][0-9]*$' }),
+    header('webhook-timestamp', 'When the attempt was signed, in seconds since 1970: a receiver refuses one too old (5 minutes), so that a message captured cannot be replayed later', { type: 'string', pattern: '^[0-9]+$' }),
+    header('webhook-signature', '`v1,` and the base64 HMAC-SHA256 of `<webhook-id>.<webhook-timestamp>.<body>` under the secret (its part after `whsec_`, base64-decoded); after a rotation, one such for each secret that signs, space-separated', { type: 'string' })
+  ]
+  const webhooks: Record<string, unknown> = {}
+  for (const [resource, record] of [...followed].sort(([a], [b]) => a.localeCompare(b))) {
+    for (const [action, done] of Object.entries(EVENT_ACTIONS)) {
+      const type = `${resource}.${action}`
+      webhooks[type] = {
+        post: {
+          operationId: `webhooks.${resource}.${action}`,
+          tags: ['webhooks'],
+          summary: `A ${resource} was ${done}`,
+          description: `POSTed to each enabled webhook that takes \`${type}\`: \`data\` is the ${resource} ${action === 'deleted' ? 'before it was deleted' : 'after the change'}. Answer 2xx within 10 s once it is kept; anything else is tried again later.`,
+          parameters,
+          // Sent by the service, authenticated by its signature (the headers), not by a scheme.
+          security: [],
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: {
+                  allOf: [{ $ref: '#/components/schemas/Event' }, {
+                    type: 'object',
+                    properties: { type: { const: type }, resource: { const: resource }, data: { $ref: `#/components/schemas/${String(record.$id)}` } },
+                    required: ['type', 'resource', 'data']
+                  }]
+                }
+              }
+            }
+          },
+          responses: { '2XX': { description: 'Received: the event is not sent again' } }
+        }
+      }
+    }
+  }
+  document.webhooks = webhooks
+  return document
+}
+
 /**
  * The OpenAPI 3.1 document, built from the routes' TypeBox schemas and served at
  * /documentation/json and /documentation/yaml, with a browsable page at /documentation
@@ -109,10 +168,13 @@ function withQueryStyles<T extends OpenApiDocument> (document: T): T {
  */
 export default fp(async (fastify) => {
   const declared: { tag: OpenApiTag, order: number }[] = []
-  fastify.decorate('declareResource', function (this: FastifyInstance, { tag, order = Number.MAX_SAFE_INTEGER, schemas = [] }: ResourceDeclaration) {
+  const followed = new Map<string, TSchema>()
+  fastify.decorate('declareResource', function (this: FastifyInstance, { tag, order = Number.MAX_SAFE_INTEGER, schemas = [], events }: ResourceDeclaration) {
     if (tag) declared.push({ tag, order })
     for (const schema of schemas) this.addSchema(schema)
+    if (events) followed.set(events.resource, events.record)
   })
+  fastify.decorate('followedResources', followed)
 
   await fastify.register(swagger, {
     openapi: {
@@ -135,10 +197,10 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: json => String(json.$id) },
     // The tags the route folders declared, by their order, else in the order they were declared
     // (a stable sort); swagger-ui shows them so, as no `tagsSorter` is given.
-    transformObject: document => withTraceContext(withRequestIds(withQueryStyles({
+    transformObject: document => withWebhooks(withTraceContext(withRequestIds(withQueryStyles({
       ...(document as { openapiObject: OpenApiDocument }).openapiObject,
       tags: declared.toSorted((a, b) => a.order - b.order).map(({ tag }) => tag)
-    })))
+    }))), followed)
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, {

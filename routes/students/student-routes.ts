@@ -4,7 +4,7 @@ import { CodedError } from '../../lib/http/error-codes.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
 import type { FollowedKind } from '../../plugins/app/write-path.js'
-import { type Student, studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
+import { Student, studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
 
 export interface Variant {
   /** Prefix of the operation ids: `v1.students` or `students`. */
@@ -20,7 +20,7 @@ export interface Variant {
 /** The five student operations; both variants serve the same table. */
 export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
   return async (fastify) => {
-    fastify.declareResource({ tag: variant.tag, order: variant.order, schemas: studentSharedSchemas })
+    fastify.declareResource({ tag: variant.tag, order: variant.order, schemas: studentSharedSchemas, events: { resource: 'student', record: Student } })
     const students = studentsRepository(fastify.database, message => new CodedError('email_taken', message))
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)

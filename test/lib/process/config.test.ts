@@ -56,6 +56,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
     requireIfMatch: false,
     audit: { enabled: true, retentionSeconds: 365 * 86_400 },
     outbox: { enabled: true, retentionSeconds: 30 * 86_400, heartbeatSeconds: 15 },
+    webhooks: { allowPrivate: false, timeoutMs: 10_000, firstRetryMs: 5_000, retryForMs: 3 * 86_400_000, disableAfterMs: 5 * 86_400_000 },
     metrics: { host: '127.0.0.1', port: 9464 },
     tracing: null
   })

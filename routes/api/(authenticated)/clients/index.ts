@@ -2,11 +2,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { versionTag } from '../../../../lib/http/entity-tags.js'
 import { clientsRepository } from './repository.js'
 import type { FollowedKind } from '../../../../plugins/app/write-path.js'
-import { type Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
+import { Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
 const clients: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas })
+  fastify.declareResource({ tag: clientsTag, schemas: clientSharedSchemas, events: { resource: 'client', record: Client } })
   const repository = clientsRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
   const kind: FollowedKind<Client> = { resource: 'client', lock: repository.lock, notFound }

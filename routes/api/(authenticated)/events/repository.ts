@@ -1,3 +1,4 @@
+import { eventType } from '../../../../lib/db/event-type.js'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
@@ -15,7 +16,7 @@ function createEventsRepository (database: Database) {
     rows: knex => knex('change_outbox'),
     columns: [
       'id',
-      knex.raw('resource || \'.\' || action || \'d\' as type'),
+      knex.raw(`${eventType()} as type`),
       'resource',
       knex.raw('resource_id::float8 as resource_id'),
       knex.raw('at as occurred_at'),
@@ -28,7 +29,7 @@ function createEventsRepository (database: Database) {
     idType: 'bigint',
     settled: true,
     customFilters: {
-      type: (qb, { value }) => qb.whereRaw('resource || \'.\' || action || \'d\' = any(?::text[])', [[value].flat().map(String)]),
+      type: (qb, { value }) => qb.whereRaw(`${eventType()} = any(?::text[])`, [[value].flat().map(String)]),
       [HIDDEN]: (qb, { value }) => qb.whereRaw('resource <> all(?::text[])', [value])
     }
   })

@@ -15,7 +15,7 @@ const roleTag = representationTagger(Role, [NamedRef])
 
 /** `/api/roles`: roles and their permissions, behind the role-* permissions. */
 const roles: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.declareResource({ tag: rolesTag, schemas: roleSharedSchemas })
+  fastify.declareResource({ tag: rolesTag, schemas: roleSharedSchemas, events: { resource: 'role', record: Role } })
   const repository = rolesRepository(fastify.database, fastify.callerCache)
   const { conflict, forbidden, notFound } = fastify.httpErrors
   const roleNotFound = (id: number) => notFound(`Role ${id} not found`)

@@ -28,7 +28,7 @@ const userTag = representationTagger(User, [NamedRef])
  * check reads through lib/auth/credential-queries.ts.
  */
 const users: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas })
+  fastify.declareResource({ tag: usersTag, schemas: userSharedSchemas, events: { resource: 'user', record: User } })
   await fastify.register(adminAccount)
   const repository = usersRepository(fastify.database, fastify.callerCache)
   const roleRepository = rolesRepository(fastify.database, fastify.callerCache)

@@ -1,0 +1,135 @@
+import type pg from 'pg'
+import { eventType } from '../db/event-type.js'
+import type { AttemptOutcome } from './send.js'
+
+/** A delivery claimed for an attempt: where it goes, what it carries, how it is signed. */
+export interface ClaimedDelivery {
+  id: number
+  webhook_id: number
+  url: string
+  /** The current secret, and the one it replaced while both sign. */
+  secrets: string[]
+  /** Its attempts so far, this one counted. */
+  attempts: number
+  /** The event, as GET /api/events shows it; none if it was swept (EVENTS_RETENTION) first. */
+  event: { id: number } & Record<string, unknown> | null
+}
+
+/** How many events the fan-out reads at a time. */
+const FAN_OUT_BATCH = 5_000
+
+// One instance at a time holds the reader's row (SKIP LOCKED: another, finding it held, goes
+// on): the events after its position, up to the settled one (`$1`) or FAN_OUT_BATCH of them,
+// become a delivery for each enabled webhook that takes their type and was made before them,
+// and the position moves past them, in one statement.
+const FAN_OUT = `with reader as (select position from feed_readers where name = 'webhooks' for update skip locked),
+  bound as (select coalesce((select o.id from change_outbox o where o.id > reader.position and o.id <= $1 order by o.id offset ${FAN_OUT_BATCH - 1} limit 1), $1) as through from reader),
+  fanned as (insert into webhook_deliveries (webhook_id, event_id)
+    select w.id, o.id from reader, bound, change_outbox o
+      join webhooks w on w.enabled and o.id > w.after_position and ${eventType('o')} = any (w.types)
+      where o.id > reader.position and o.id <= bound.through
+    on conflict do nothing returning 1),
+  moved as (update feed_readers set position = bound.through from bound, reader
+    where name = 'webhooks' and bound.through > reader.position returning feed_readers.position)
+  select (select count(*) from fanned)::int as fanned, (select position::float8 from moved) as position, exists (select 1 from reader) as held`
+
+// The due deliveries of enabled webhooks, the longest due first, each pushed `$2` seconds on
+// (its lease: a delivery whose instance dies is due again then), with what its attempt needs.
+const CLAIM = `with claimed as (update webhook_deliveries d set attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $2)
+    from (select d.id from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+      where d.state = 'pending' and d.next_attempt_at <= now() and w.enabled
+      order by d.next_attempt_at limit $1 for update of d skip locked) due
+    where d.id = due.id
+    returning d.id, d.webhook_id, d.event_id, d.attempts)
+  select c.id::float8 as id, c.webhook_id, c.attempts, w.url,
+    array_remove(array[w.secret, case when w.previous_secret_until > now() then w.previous_secret end], null) as secrets,
+    case when o.id is null then null else json_build_object('id', o.id::float8, 'type', ${eventType('o')}, 'resource', o.resource,
+      'resource_id', o.resource_id::float8, 'occurred_at', to_char(o.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'request_id', o.request_id, 'data', o.data, 'changed', o.changed) end as event
+  from claimed c join webhooks w on w.id = c.webhook_id left join change_outbox o on o.id = c.event_id
+  order by c.event_id`
+
+// The attempt's outcome: delivered; failed, for good once its next attempt would come past
+// the retry window (`$6`) or it is `$8` (final); else pending until then (`$7` from now). The
+// attempt is logged, and the endpoint's failing since set (or cleared, once delivered). A
+// delivery no longer pending (its webhook deleted, or retried by hand meanwhile) is left.
+const FINISH = `with attempt as (update webhook_deliveries set
+      state = case when $2 then 'delivered'
+        when $8 or created_at + make_interval(secs => $6) < now() + make_interval(secs => $7) then 'failed' else 'pending' end,
+      next_attempt_at = now() + make_interval(secs => $7)
+    where id = $1 and state = 'pending' and attempts = $9 returning id, webhook_id),
+  logged as (insert into webhook_attempts (delivery_id, status, error, duration_ms, response)
+    select id, $3, $4, $5, $10 from attempt),
+  endpoint as (update webhooks w set failing_since = case when $2 then null else now() end from attempt
+    where w.id = attempt.webhook_id and (case when $2 then w.failing_since is not null else w.failing_since is null end))
+  select count(*)::int as finished from attempt`
+
+// An endpoint failing for longer than `$2` seconds is disabled, with an audit entry when the
+// log is on (`$3`).
+const DISABLE = `with disabled as (update webhooks set enabled = false, updated_at = now(),
+      disabled_reason = 'no delivery succeeded since ' || to_char(failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+    where id = $1 and enabled and failing_since < now() - make_interval(secs => $2)
+    returning id, enabled, disabled_reason, failing_since),
+  audited as (insert into audit_log (action, resource, resource_id, after)
+    select 'disable', 'webhook', id, jsonb_build_object('enabled', enabled, 'disabled_reason', disabled_reason, 'failing_since', failing_since)
+    from disabled where $3)
+  select count(*)::int as disabled from disabled`
+
+// Deliveries whose attempt was cut short by a shutdown: due at once again, for any instance,
+// the attempt not counted.
+const RELEASE = 'update webhook_deliveries set next_attempt_at = now(), attempts = attempts - 1 where id = any($1::bigint[]) and state = \'pending\''
+
+const SWEEP_BATCH = 10_000
+// By ctid, as the outbox's sweep: no index serves their time.
+const SWEEP = `delete from webhook_deliveries where ctid = any(array(
+    select ctid from webhook_deliveries where created_at < now() - make_interval(secs => $1) limit ${SWEEP_BATCH}))`
+
+const ENABLED = 'select exists (select 1 from webhooks where enabled) as enabled'
+
+/** The webhooks' deliveries in the database: fan-out, claim, outcome. */
+export function deliveryQueue (pool: pg.Pool) {
+  return {
+    /**
+     * Gives the events up to `through` their deliveries, unless another instance does so now:
+     * where the fan-out stands after (null if it did not move), and how many it made.
+     */
+    async fanOut (through: number): Promise<{ held: boolean, position: number | null, fanned: number }> {
+      const { rows } = await pool.query<{ held: boolean, position: number | null, fanned: number }>(FAN_OUT, [through])
+      return rows[0]!
+    },
+
+    /** Up to `limit` due deliveries, each leased to this instance for `leaseSeconds`. */
+    async claim (limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
+      return (await pool.query<ClaimedDelivery>(CLAIM, [limit, leaseSeconds])).rows
+    },
+
+    /** Logs the attempt and its outcome: whether the delivery was still this attempt's to finish. */
+    async finish (delivery: ClaimedDelivery, outcome: AttemptOutcome, { ok, retryForSeconds, nextAttemptSeconds, final }: { ok: boolean, retryForSeconds: number, nextAttemptSeconds: number, final: boolean }): Promise<boolean> {
+      const { rows } = await pool.query<{ finished: number }>(FINISH, [delivery.id, ok, outcome.status, outcome.error, outcome.durationMs,
+        retryForSeconds, nextAttemptSeconds, final, delivery.attempts, outcome.response])
+      return rows[0]!.finished > 0
+    },
+
+    /** Disables the webhook if it has failed for `seconds`: whether it did. */
+    async disableIfFailingFor (webhookId: number, seconds: number, audited: boolean): Promise<boolean> {
+      const { rows } = await pool.query<{ disabled: number }>(DISABLE, [webhookId, seconds, audited])
+      return rows[0]!.disabled > 0
+    },
+
+    /** Gives back deliveries claimed here whose attempts a shutdown cut short. */
+    async release (ids: number[]): Promise<void> {
+      await pool.query(RELEASE, [ids])
+    },
+
+    /** Deletes the deliveries older than `seconds`, and their attempts, a batch at a time: how many went. */
+    async sweep (seconds: number): Promise<number> {
+      return (await pool.query(SWEEP, [seconds])).rowCount ?? 0
+    },
+
+    /** Whether any webhook is enabled: else nothing is fanned out nor sent. */
+    async anyEnabled (): Promise<boolean> {
+      return (await pool.query<{ enabled: boolean }>(ENABLED)).rows[0]!.enabled
+    }
+  }
+}
+
+export type DeliveryQueue = ReturnType<typeof deliveryQueue>

@@ -1,0 +1,121 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import type { Versioned } from '../../../../lib/db/row-versions.js'
+import { versionTag } from '../../../../lib/http/entity-tags.js'
+import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
+import { urlProblem } from '../../../../lib/webhooks/public-address.js'
+import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import { eventsRepository } from '../events/repository.js'
+import { webhooksRepository } from './repository.js'
+import { DELIVERY_ORDER, deliveryListFields, type Webhook, type WebhookChange, webhookSchemas, webhookSharedSchemas, webhooksTag } from './schema.js'
+
+/**
+ * `/api/webhooks`: endpoints that receive the change feed's events, behind webhook-*. The
+ * dispatcher (plugins/app/webhook-dispatcher.ts) sends them; these routes manage them and
+ * show what was sent.
+ */
+const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
+  fastify.declareResource({ tag: webhooksTag, schemas: webhookSharedSchemas })
+  const repository = webhooksRepository(fastify.database)
+  const { allowPrivate } = fastify.config.webhooks
+  const { forbidden, notFound } = fastify.httpErrors
+  const missing = (id: number) => notFound(`Webhook ${id} not found`)
+  // Audited; not in the change feed, which tells of the records clients keep copies of.
+  const kind: RecordKind<Versioned<Webhook>> = { resource: 'webhook', lock: repository.lock, notFound: missing, followed: false }
+  // Permissions come with the migrations only, which have run before routes are registered.
+  const guarded = await eventsRepository(fastify.database).guardedResources()
+
+  /**
+   * Refuses what the webhook may not be (400): a URL it may not reach (lib/webhooks/public-address.ts),
+   * a type no resource has; and (403) types of a resource the caller may not list.
+   */
+  async function check (request: FastifyRequest, { url, types }: Pick<WebhookChange, 'url' | 'types'>): Promise<void> {
+    const problems: Record<string, string[]> = {}
+    if (url !== undefined) {
+      let parsed: URL | undefined
+      try {
+        parsed = new URL(url)
+      } catch {
+        problems.url = ['must be an absolute URL']
+      }
+      const problem = parsed && await urlProblem(parsed, allowPrivate)
+      if (problem !== undefined) problems.url = [problem]
+    }
+    const unknown = (types ?? []).filter(type => !fastify.followedResources.has(type.slice(0, type.indexOf('.'))))
+    if (unknown.length > 0) problems.types = [`names no event type: ${unknown.join(', ')} (of ${[...fastify.followedResources.keys()].join(', ')})`]
+    if (Object.keys(problems).length > 0) throw new InvalidFields(problems)
+    const hidden = (types ?? []).filter(type => {
+      const resource = type.slice(0, type.indexOf('.'))
+      return guarded.includes(resource) && !request.user.permissions.has(`${resource}-list`)
+    })
+    if (hidden.length > 0) throw forbidden(`A webhook cannot take events of resources you may not list: ${hidden.join(', ')}`)
+  }
+
+  fastify.get('/', { schema: webhookSchemas.index, onRequest: fastify.can('webhook-list') }, async () => {
+    return { success: true as const, data: await repository.list() }
+  })
+
+  fastify.get('/:id', { schema: webhookSchemas.show, onRequest: fastify.can('webhook-list') }, async (request, reply) => {
+    const webhook = await repository.find(request.params.id)
+    if (!webhook) throw missing(request.params.id)
+    return reply.sendTagged(versionTag(webhook.version), { success: true as const, data: webhook })
+  })
+
+  fastify.post('/', { schema: webhookSchemas.store, onRequest: fastify.can('webhook-create') }, async (request, reply) => {
+    await check(request, request.body)
+    let secret = ''
+    // Not replayed: the answer holds the secret, which is never answered twice.
+    await request.createRecord(reply, kind, async trx => {
+      const made = await repository.create(request.body, trx)
+      secret = made.secret
+      return made.record
+    }, webhook => ({ body: { success: true as const, data: webhook, secret, message: 'Webhook made: its secret is shown this once' }, location: `${fastify.prefix}/${webhook.id}` }), { replayed: false })
+    fastify.webhookDispatcher.wake()
+    return reply
+  })
+
+  fastify.patch('/:id', { schema: webhookSchemas.update, onRequest: fastify.can('webhook-edit') }, async (request, reply) => {
+    const { id } = request.params
+    await check(request, request.body)
+    const webhook = await request.updateRecord(reply, kind, id, trx => repository.update(id, request.body, trx))
+    fastify.webhookDispatcher.wake()
+    return { success: true as const, data: webhook, message: 'Webhook updated' }
+  })
+
+  fastify.post('/:id/rotate-secret', { schema: webhookSchemas.rotateSecret, onRequest: fastify.can('webhook-edit') }, async (request, reply) => {
+    const { id } = request.params
+    let secret = ''
+    const webhook = await request.updateRecord(reply, kind, id, async trx => {
+      const rotated = await repository.rotateSecret(id, trx)
+      secret = rotated.secret
+      return rotated.record
+    }, { secrets: ['secret'] })
+    return { success: true as const, data: webhook, secret, message: 'Secret rotated: the new one is shown this once, and the previous one signs beside it for 24 hours' }
+  })
+
+  fastify.delete('/:id', { schema: webhookSchemas.destroy, onRequest: fastify.can('webhook-delete') }, async (request) => {
+    const { id } = request.params
+    const webhook = await request.deleteRecord(kind, id, trx => repository.remove(id, trx))
+    return { success: true as const, data: webhook, message: 'Webhook deleted' }
+  })
+
+  fastify.get('/:id/deliveries', { schema: webhookSchemas.deliveries, onRequest: fastify.can('webhook-list') }, async (request, reply) => {
+    const { id } = request.params
+    if (!await repository.find(id)) throw missing(id)
+    const list = fastify.lists.request(request, deliveryListFields, DELIVERY_ORDER)
+    return fastify.lists.send(reply, list, await repository.deliveries(id, list), { path: `${fastify.prefix}/${id}/deliveries`, envelope: true })
+  })
+
+  fastify.post('/:id/deliveries/:delivery/retry', { schema: webhookSchemas.retry, onRequest: fastify.can('webhook-edit') }, async (request, reply) => {
+    const { id, delivery } = request.params
+    const retried = await request.recordEvents(async trx => {
+      const found = await repository.retry(id, delivery, trx)
+      if (!found) throw notFound(`Delivery ${delivery} of webhook ${id} not found`)
+      return { result: found, events: [{ action: 'retry', resource: 'webhook_delivery', id: delivery, after: { webhook_id: id, event_id: found.event_id } }] }
+    })
+    fastify.webhookDispatcher.wake()
+    return reply.code(202).send({ success: true as const, data: retried })
+  })
+}
+
+export default webhooks

@@ -1,0 +1,120 @@
+import type { Knex } from 'knex'
+import { keysetTable } from '../../../../lib/db/keyset-table.js'
+import type { Database } from '../../../../lib/db/prepared-query.js'
+import { versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
+import type { Filter, ListRequest } from '../../../../lib/http/list-query.js'
+import { MAX_ID } from '../../../../lib/http/limits.js'
+import { newSecret } from '../../../../lib/webhooks/signatures.js'
+import { Attempt, Delivery, deliveryListFields, type Webhook, type WebhookChange, type WebhookInput } from './schema.js'
+
+/** A webhook's columns as the API shows them: never its secrets. */
+const COLUMNS = ['id', 'url', 'types', 'description', 'enabled', 'disabled_reason', 'failing_since',
+  'previous_secret_until', 'created_at', 'updated_at'] as const
+
+/** How many of a delivery's attempts its log shows, the latest. */
+const ATTEMPTS_SHOWN = 50
+/** The filter of a webhook's deliveries; not a field a client sends. */
+const OF_WEBHOOK = 'webhook'
+/** The last change position drawn: a webhook takes the events after it. */
+const LAST_DRAWN = '(select case when is_called then last_value else 0 end from change_positions)'
+const UTC = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+/** Data access for webhooks and their deliveries, for the routes of this folder. */
+export function webhooksRepository (database: Database) {
+  const { knex } = database
+  const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
+  const attempts = `(select coalesce(json_agg(json_build_object('attempted_at', ${UTC('a.attempted_at')}, 'status', a.status, 'error', a.error,
+      'duration_ms', a.duration_ms, 'response', a.response) order by a.id), '[]') from (select * from webhook_attempts
+      where delivery_id = webhook_deliveries.id order by id desc limit ${ATTEMPTS_SHOWN}) a) as attempts`
+  const deliveryColumns = ['id', knex.raw('event_id::float8 as event_id'), 'state',
+    knex.raw('case when state = \'pending\' then next_attempt_at end as next_attempt_at'), 'created_at', knex.raw(attempts)]
+  const deliveries = keysetTable<Delivery>(database, {
+    name: 'webhook_deliveries',
+    rows: knex => knex('webhook_deliveries'),
+    columns: deliveryColumns,
+    schema: Delivery,
+    references: [Attempt],
+    fields: deliveryListFields,
+    idType: 'bigint',
+    customFilters: { [OF_WEBHOOK]: (qb, { value }) => qb.where('webhook_id', value as number) }
+  })
+
+  return {
+    /** Every webhook, in id order. */
+    async list (): Promise<Webhook[]> {
+      return knex('webhooks').select(COLUMNS).orderBy('id')
+    },
+
+    async find (id: number): Promise<Versioned<Webhook> | undefined> {
+      if (id > MAX_ID) return undefined
+      return knex('webhooks').first(columnsWithVersion).where({ id }) as Promise<Versioned<Webhook> | undefined>
+    },
+
+    /**
+     * Makes a webhook, for the events after the last position drawn: its record, and its
+     * secret, which is shown this once.
+     */
+    async create ({ url, types, description = '' }: WebhookInput, trx: Knex): Promise<{ record: Versioned<Webhook>, secret: string }> {
+      const secret = newSecret()
+      const [record] = await trx('webhooks').insert({
+        url,
+        types,
+        description,
+        secret,
+        after_position: trx.raw(LAST_DRAWN)
+      }).returning(columnsWithVersion)
+      return { record: record as Versioned<Webhook>, secret }
+    },
+
+    /** The webhook as it stands, locked until `trx` ends. */
+    async lock (id: number, trx: Knex): Promise<Versioned<Webhook> | undefined> {
+      if (id > MAX_ID) return undefined
+      return trx('webhooks').first(columnsWithVersion).where({ id }).forUpdate() as Promise<Versioned<Webhook> | undefined>
+    },
+
+    /**
+     * The webhook as changed, in the write path's transaction. Enabled again, its failures are
+     * forgotten, and it takes the events from then on: none of the time it was disabled.
+     */
+    async update (id: number, { enabled, ...changes }: WebhookChange, trx: Knex): Promise<Versioned<Webhook>> {
+      const reenabled = enabled === true
+        ? { failing_since: null, disabled_reason: null, after_position: trx.raw(`case when enabled then after_position else ${LAST_DRAWN} end`) }
+        : {}
+      const [webhook] = await trx('webhooks').where({ id })
+        .update({ ...changes, ...(enabled === undefined ? {} : { enabled }), ...reenabled, updated_at: trx.fn.now() })
+        .returning(columnsWithVersion)
+      return webhook as Versioned<Webhook>
+    },
+
+    /** A new secret; the current one signs beside it for a day. */
+    async rotateSecret (id: number, trx: Knex): Promise<{ record: Versioned<Webhook>, secret: string }> {
+      const secret = newSecret()
+      const [record] = await trx('webhooks').where({ id }).update({
+        previous_secret: trx.raw('secret'),
+        previous_secret_until: trx.raw('now() + interval \'24 hours\''),
+        secret,
+        updated_at: trx.fn.now()
+      }).returning(columnsWithVersion)
+      return { record: record as Versioned<Webhook>, secret }
+    },
+
+    /** Deletes the webhook and its deliveries. */
+    async remove (id: number, trx: Knex): Promise<void> {
+      await trx('webhooks').where({ id }).delete()
+    },
+
+    /** One page of the webhook's deliveries. */
+    deliveries (webhookId: number, list: ListRequest) {
+      const filters: Filter[] = [...list.filters, { field: OF_WEBHOOK, operator: 'eq', value: webhookId }]
+      return deliveries.query({ ...list, filters })
+    },
+
+    /** The delivery of the webhook, made pending and due at once; none if there is none. */
+    async retry (webhookId: number, deliveryId: number, trx: Knex) {
+      const [retried] = await trx('webhook_deliveries').where({ id: deliveryId, webhook_id: webhookId })
+        .update({ state: 'pending', next_attempt_at: trx.fn.now() }).returning('id')
+      if (retried === undefined) return undefined
+      return deliveries.find(Number((retried as { id: string }).id), trx)
+    }
+  }
+}

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { databaseEnv, embeddedEnv, freePort, startServer } from './server/process.js'
@@ -66,4 +66,37 @@ t.test('without a service to answer, the scenario says so', async t => {
   t.equal(code, 1)
   t.same(steps, [''], 'no step passed')
   t.match(stderr, /^not ok - no answer from http:\/\/127\.0\.0\.1:\d+ \(connect ECONNREFUSED [^)]+\): is the service running \(npm start\)\?\n$/)
+})
+
+t.test('a receiver typed from the document\'s webhooks checks each delivery\'s signature, takes each event once, and prints the students created', async t => {
+  const admin = { email: 'admin@example.com', password: 'an administrator\'s password' }
+  const server = await startServer({ ...await databaseEnv(t), ADMIN_EMAIL: admin.email, ADMIN_PASSWORD: admin.password, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_FIRST_RETRY: '100ms' })
+  t.teardown(() => server.kill())
+  const post = async (path: string, body: object, token?: string) => {
+    const res = await fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...token === undefined ? {} : { authorization: `Bearer ${token}` } }, body: JSON.stringify(body) })
+    return { status: res.status, body: await res.json() as { data: { id: number }, secret: string } }
+  }
+  const token = (await post('/api/login', admin)).body.data as unknown as string
+  const port = await freePort()
+  const made = await post('/api/webhooks', { url: `http://127.0.0.1:${port}/`, types: ['student.created'] }, token)
+  t.equal(made.status, 201)
+
+  // Typed by the first test's generated api.d.ts (tsc checks every file of examples/client/).
+  const receiver = spawn(process.execPath, ['--import', 'tsx', 'examples/client/webhook-receiver.ts', String(port)], { env: { ...process.env, WEBHOOK_SECRET: made.body.secret } })
+  t.teardown(() => { receiver.kill() })
+  let printed = ''
+  receiver.stdout.setEncoding('utf8').on('data', (chunk: string) => { printed += chunk })
+  t.equal((await post('/students', { name: 'Ada Lovelace', email: 'ada@example.com', age: 36, dob: '1815-12-10' })).status, 201)
+  t.equal((await post('/students', { name: 'Alan Turing', email: 'alan@example.com', age: 41, dob: '1912-06-23' })).status, 201)
+  const deadline = Date.now() + 20_000
+  while (printed.split('\n').length < 3 && Date.now() < deadline) await new Promise(resolve => setTimeout(resolve, 50))
+  t.match(printed.trim().split('\n'), [/^\d+ student\.created: Ada Lovelace <ada@example\.com>$/, /^\d+ student\.created: Alan Turing <alan@example\.com>$/],
+    'both, in order, each once (the first attempts may have found it not yet listening)')
+
+  const forged = await fetch(`http://127.0.0.1:${port}/`, {
+    method: 'POST',
+    headers: { 'webhook-id': '1', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,bm90IHRoZSBzZXJ2aWNlJ3M=' },
+    body: '{"id":1,"type":"student.created"}'
+  })
+  t.equal(forged.status, 401, 'a delivery not signed with the secret is refused')
 })

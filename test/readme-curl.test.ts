@@ -149,7 +149,7 @@ t.test('every curl line of the README and docs/ runs as written against the serv
     // What the answer makes known to the examples that follow.
     const answer = text ? JSON.parse(text) : {}
     if (answer.token_type === 'Bearer') Object.assign(state, { token: answer.data, refresh: answer.refresh_token })
-    if (typeof answer.secret === 'string') state.key = { id: answer.data.id, secret: answer.secret }
+    if (typeof answer.secret === 'string' && answer.secret.startsWith('sk_')) state.key = { id: answer.data.id, secret: answer.secret }
     const newPassword = /"password":"([^"]*)"/.exec(command)?.[1]
     if (newPassword && status < 300) state.password = newPassword
     const tag = /^etag: (.*?)\r?$/im.exec(await readFile(headers, 'utf8'))?.[1]

@@ -26,19 +26,20 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
 
 /**
  * Why a webhook may not be sent to `url`; none if it may: it must be http or https without
- * credentials, resolve, and (unless `allowPrivate`) resolve to public addresses only.
+ * credentials, and (unless `allowPrivate`) its host must resolve to public addresses only. A
+ * host that does not resolve yet passes: each delivery resolves it again, and logs why it failed.
  */
 export async function urlProblem (url: URL, allowPrivate: boolean): Promise<string | undefined> {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must be an http or https URL'
   if (url.username !== '' || url.password !== '') return 'must hold no credentials: the signature authenticates each delivery'
+  if (allowPrivate) return undefined
   const host = hostOf(url)
   let addresses: LookupAddress[]
   try {
     addresses = await lookupAll(host, { all: true })
   } catch {
-    return `its host ${host} does not resolve`
+    return undefined
   }
-  if (allowPrivate) return undefined
   for (const { address } of addresses) {
     const range = forbiddenRange(address)
     if (range !== undefined) return new ForbiddenAddress(host, address, range).message

@@ -133,7 +133,7 @@ function withWebhooks<T extends OpenApiDocument> (document: T, followed: Readonl
           operationId: `webhooks.${resource}.${action}`,
           tags: ['webhooks'],
           summary: `A ${resource} was ${done}`,
-          description: `POSTed to each enabled webhook that takes \`${type}\`: \`data\` is the ${resource} ${action === 'deleted' ? 'before it was deleted' : 'after the change'}. Answer 2xx within 10 s once it is kept; anything else is tried again later.`,
+          description: `POSTed to each enabled webhook that takes \`${type}\`: \`data\` is the ${resource} ${action === 'deleted' ? 'before it was deleted' : 'after the change'}. Answer 2xx within WEBHOOK_TIMEOUT (10 s) once it is kept; anything else is tried again later.`,
           parameters,
           // Sent by the service, authenticated by its signature (the headers), not by a scheme.
           security: [],

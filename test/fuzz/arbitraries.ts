@@ -16,12 +16,17 @@ export interface Schema {
   minimum?: number
   maximum?: number
   items?: Schema
+  minItems?: number
 }
 
 const PERMISSIONS = ['client', 'role', 'user'].flatMap(resource => ['list', 'create', 'edit', 'delete'].map(action => `${resource}-${action}`))
 
 /** Names of the things an array of strings refers to, by property name. */
-const NAMES: Record<string, string[]> = { permission: PERMISSIONS, roles: ['Admin', 'User'] }
+const NAMES: Record<string, string[]> = {
+  permission: PERMISSIONS,
+  roles: ['Admin', 'User'],
+  types: ['student', 'client', 'role', 'user'].flatMap(resource => ['created', 'updated', 'deleted'].map(action => `${resource}.${action}`))
+}
 
 const email = fc.tuple(fc.stringMatching(/^[a-z0-9]{1,20}$/), fc.constantFrom('example.com', 'example.org'))
   .map(([local, domain]) => `${local}@${domain}`)
@@ -65,6 +70,8 @@ export function valid (schema: Schema, components: Record<string, Schema>, name 
       // A date's format says more than its pattern (which admits days no calendar has).
       if (schema.format === 'date') return pastDate
       if (schema.format === 'date-time') return futureInstant
+      // Hosts that resolve to public addresses, or not at all here: a webhook takes both.
+      if (schema.format === 'uri') return fc.constantFrom('https://example.com/hooks', 'https://hooks.example.org/in?source=students')
       if (schema.pattern) return fc.stringMatching(new RegExp(schema.pattern))
       if (schema.format === 'email') return email
       return fc.string({ minLength: Math.max(schema.minLength ?? 0, name.includes('password') ? 8 : 1), maxLength: Math.min(schema.maxLength ?? 40, 40) })
@@ -72,7 +79,7 @@ export function valid (schema: Schema, components: Record<string, Schema>, name 
     case 'integer':
       return fc.integer({ min: schema.minimum ?? -1000, max: schema.maximum ?? 1000 })
     case 'array':
-      return fc.subarray(NAMES[name] ?? [])
+      return fc.subarray(NAMES[name] ?? [], { minLength: Math.min(schema.minItems ?? 0, NAMES[name]?.length ?? 0) })
     default:
       return fc.jsonValue()
   }

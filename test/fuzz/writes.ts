@@ -30,13 +30,18 @@ const PLAIN_SEED = 38
  * Every answer is held to the OpenAPI document too (test/helper.ts).
  */
 export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, paths = () => true }: WriteFuzzing) {
-  // Every table, a new resource's too, but the migrations' and the attempt counters (which
-  // count refused attempts on purpose); of the audit log, all but failed logins' entries.
+  // Every table, a new resource's too, but the migrations', the attempt counters (which
+  // count refused attempts on purpose) and what the webhooks' dispatcher writes meanwhile (the
+  // deliveries of the events of earlier writes, and whether an endpoint is failing); of the
+  // audit log, all but failed logins' entries.
   const { rows } = await app.knex.raw<{ rows: { name: string }[] }>(`select table_name as name from information_schema.tables
-    where table_schema = current_schema() and table_type = 'BASE TABLE' and table_name not like 'knex\\_%' and table_name <> 'rate_limits'`)
+    where table_schema = current_schema() and table_type = 'BASE TABLE' and table_name not like 'knex\\_%'
+      and table_name not in ('rate_limits', 'feed_readers', 'webhook_deliveries', 'webhook_attempts')`)
   const tables = rows.map(row => row.name)
-  const rowsOf = (table: string) => table === 'audit_log' ? app.knex(table).whereNot('action', 'login-failed') : app.knex(table)
-  const snapshot = async () => JSON.stringify(await Promise.all(tables.map(table => rowsOf(table).select().orderByRaw('1, 2'))))
+  const rowsOf = (table: string) => table === 'audit_log'
+    ? app.knex(table).whereNot('action', 'login-failed')
+    : table === 'webhooks' ? app.knex(table).select(app.knex.raw('id, url, types, description, secret, previous_secret, enabled')) : app.knex(table)
+  const snapshot = async () => JSON.stringify(await Promise.all(tables.map(table => rowsOf(table).orderByRaw('1, 2'))))
   const document = (await app.inject({ url: '/documentation/json' })).json()
   const operations: Operation[] = []
   for (const [path, methods] of Object.entries<Record<string, { requestBody?: { content: Record<string, { schema: Schema }> } }>>(document.paths)) {

@@ -36,7 +36,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
       try {
         parsed = new URL(url)
       } catch {
-        problems.url = ['must be an absolute URL']
+        problems.url = ['must be an absolute URL (a port up to 65535, a host name or an IP address)']
       }
       const problem = parsed && await urlProblem(parsed, allowPrivate)
       if (problem !== undefined) problems.url = [problem]

@@ -10,7 +10,7 @@ export const webhooksTag = { name: 'webhooks', description: 'Webhooks: the chang
 const auth = { tags: [webhooksTag.name], security: TOKEN_OR_KEY }
 
 const webhookFields = {
-  url: Type.String({ minLength: 1, maxLength: 2048, description: 'Where the events are POSTed: http or https, no credentials, a host that resolves to public addresses (unless WEBHOOK_ALLOW_PRIVATE)', example: 'https://hooks.example.com/students' }),
+  url: Type.String({ format: 'uri', maxLength: 2048, description: 'Where the events are POSTed: http or https, no credentials, a host that resolves to public addresses (unless WEBHOOK_ALLOW_PRIVATE)', example: 'https://hooks.example.com/students' }),
   types: Type.Array(Type.String({ pattern: EVENT_TYPE_PATTERN }), {
     minItems: 1,
     maxItems: 100,
@@ -114,7 +114,7 @@ export const webhookSchemas = {
     operationId: 'webhooks.store',
     summary: 'Make a webhook',
     description: 'It receives the events of its types that come after it in the feed, each POSTed as GET /api/events shows it, signed by the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with the secret answered this once. ' +
-      'Its URL is refused (400) when it is not http or https, holds credentials, does not resolve, or resolves to a loopback, private, link-local or other non-public address (unless WEBHOOK_ALLOW_PRIVATE); each delivery checks the address again. Types of a resource the caller may not list are 403. Needs webhook-create. Not replayed by `Idempotency-Key`: a secret is never answered twice.',
+      'Its URL is refused (400) when it is not http or https, holds credentials, or resolves to a loopback, private, link-local or other non-public address (unless WEBHOOK_ALLOW_PRIVATE); each delivery resolves it and checks the address again (a host that does not resolve yet is taken, and its deliveries fail until it does). Types of a resource the caller may not list are 403. Needs webhook-create. Not replayed by `Idempotency-Key`: a secret is never answered twice.',
     body: Type.Ref(WebhookInput),
     response: { 201: WithSecret('The webhook made, and its secret', { location: Type.String({ description: 'The webhook\'s address' }), etag: Type.String() }), ...errorResponses(400, 401, 403, 413, 415) }
   },

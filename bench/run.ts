@@ -12,6 +12,7 @@ import os from 'node:os'
 import path from 'node:path'
 import pg from 'pg'
 import { barChart } from './chart.js'
+import { benchFeed, type FeedFigures } from './feed.js'
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../test/setup/pgbouncer.js'
 import { benchDatabase, freePort, start, stop, type Server } from './harness.js'
 import { measure, median, pairedRatio, postmasterOf, type Measured, type Request } from './load.js'
@@ -34,6 +35,8 @@ const POSTGRES_JS = 'ceiling, postgres.js'
 const KEYED = 'service, API key'
 /** The service writing no audit log and no change outbox, for what they cost a write. */
 const UNAUDITED = 'service, audit log and change outbox off'
+/** The service writing its audit log but no change outbox: what the change feed costs a write. */
+const FEEDLESS = 'service, change outbox off'
 /** The service with no metrics (METRICS_PORT=off), for what the metrics cost a request. */
 const UNMEASURED = 'service, metrics off'
 /**
@@ -114,6 +117,8 @@ try {
   servers.push(workers)
   const unaudited = await start(UNAUDITED, ['dist/server.js'], { ...env, AUDIT_LOG: 'off', CHANGE_OUTBOX: 'off' })
   servers.push(unaudited)
+  const feedless = await start(FEEDLESS, ['dist/server.js'], { ...env, CHANGE_OUTBOX: 'off' })
+  servers.push(feedless)
   const unmeasured = await start(UNMEASURED, ['dist/server.js'], { ...env, METRICS_PORT: 'off' })
   servers.push(unmeasured)
   // The second processes only with rounds of 10 s or more: a target's pool closes its idle
@@ -172,7 +177,7 @@ try {
     { name: 'student GET by id, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students/${randomId(STUDENTS)}` }) },
     { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer, { server: service, name: GZIP_CLIENT, next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}`, headers: { 'accept-encoding': 'gzip' } }) }], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
-    { name: 'student POST', targets: [service, unaudited, ceiling, postgresCeiling, peer, ...pooledTargets], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
+    { name: 'student POST', targets: [service, unaudited, feedless, ceiling, postgresCeiling, peer, ...pooledTargets], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
     { name: 'student POST, v1', targets: [service], next: () => ({ method: 'POST', path: '/api/v1/students', body: newStudent() }) },
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
@@ -307,6 +312,14 @@ try {
       }
     }
   }
+  // The change feed: lag at 1,000 writes a second over two instances, and webhook deliveries.
+  let feed: FeedFigures | undefined
+  if (chosen('change feed')) {
+    await db.query('insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = \'bench@example.com\' and r.name = \'Admin\'')
+    const adminToken = (await (await fetch(`${service.url}/api/login`, json({ email: 'bench@example.com', password }))).json() as { data: string }).data
+    console.error('measuring the change feed')
+    feed = await benchFeed(env, db, adminToken, { rate: 1_000, seconds: SECONDS * REPEAT })
+  }
   await db.end()
 
   // The table, with each rate's ratio to the ceiling's and the peer's: measured in the same
@@ -358,6 +371,7 @@ try {
     'API key GET ÷ student GET by id': paired('client GET by id (auth)', KEYED, UNAUTHENTICATED),
     'client POST with audit and outbox ÷ without': paired('client POST (auth)', 'service', UNAUDITED),
     'student POST with audit and outbox ÷ without': paired('student POST', 'service', UNAUDITED),
+    'student POST with the change feed on ÷ off': paired('student POST', 'service', FEEDLESS),
     'through PgBouncer ÷ direct, student GET by id': paired('student GET by id', POOLED, 'service'),
     'through PgBouncer ÷ direct, student POST': paired('student POST', POOLED, 'service'),
     'login ÷ bare argon2id verify': paired('login', 'service', 'bare'),
@@ -378,12 +392,17 @@ try {
   }
   const argon2PerSecond = fastest ? argon2Rates[fastest] : undefined
   if (argon2PerSecond !== undefined) console.log(`\nbare argon2id verify, medians of the rounds: ${Object.entries(argon2Rates).map(([how, rate]) => `${how}: ${rate.toFixed(1)}/s`).join('; ')}; the fastest: ${fastest}`)
+  if (feed) {
+    console.log(`\nthe change feed, 1,000 student POSTs a second for ${SECONDS * REPEAT} s over two instances, a stream on each: ${feed.writesPerSecond.toFixed(0)} writes/s (${feed.failedWrites} failed); ` +
+      `from a write's answer to its message, p50 ${feed.lagP50.toFixed(0)} ms, p99 ${feed.lagP99.toFixed(0)} ms, max ${feed.lagMax.toFixed(0)} ms, ${feed.missed} missed; ` +
+      `webhook deliveries, two instances sending: ${feed.deliveriesPerSecond.toFixed(0)}/s (${feed.deliveries} delivered)`)
+  }
   console.log('ratios between targets of the same rounds, the median of the rounds\' ratios:')
   for (const [name, value] of Object.entries(derived)) if (value !== undefined) console.log(`${name}: ${value.toFixed(2)}`)
 
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
-  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, results }, null, 2) + '\n')
+  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, feed, results }, null, 2) + '\n')
   const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [TRACED]: '#3182ce', [UNAUTHENTICATED]: '#90cdf4', [KEYED]: '#4299e1', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,

@@ -122,7 +122,7 @@ export function deliveryQueue (pool: pg.Pool) {
 
     /** Deletes the deliveries older than `seconds`, and their attempts, a batch at a time: how many went. */
     async sweep (seconds: number): Promise<number> {
-      return (await pool.query(SWEEP, [seconds])).rowCount ?? 0
+      return (await pool.query(SWEEP, [seconds])).rowCount!
     },
 
     /** Whether any webhook is enabled: else nothing is fanned out nor sent. */

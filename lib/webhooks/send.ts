@@ -54,8 +54,9 @@ export function send (message: Message, { timeoutMs, allowPrivate, signal }: { t
       const chunks: Buffer[] = []
       let length = 0
       const finish = () => {
-        const status = answer.statusCode ?? null
-        const ok = status !== null && status >= 200 && status < 300
+        // A response of node:http's client always has its status.
+        const status = answer.statusCode!
+        const ok = status >= 200 && status < 300
         done(status, ok ? null : `answered ${status}`, Buffer.concat(chunks).subarray(0, ANSWER_BYTES).toString('utf8'))
         // What is past the first KB is not read: the connection goes, not back to the pool.
         if (!answer.complete) request.destroy()

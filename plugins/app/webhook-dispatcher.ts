@@ -95,6 +95,7 @@ export default fp(async (fastify) => {
           const claimed = await queue.claim(wanted, leaseSeconds)
           for (const delivery of claimed) {
             const attempt = deliver(delivery)
+              /* c8 ignore next -- the database failing mid-attempt: the delivery's lease ends, and it is claimed again */
               .catch((error: unknown) => log.warn({ err: error, deliveryId: delivery.id }, 'could not record a webhook delivery\'s attempt: it is tried again once its lease ends'))
               .finally(() => {
                 inFlight.delete(delivery.id)
@@ -105,6 +106,7 @@ export default fp(async (fastify) => {
           if (claimed.length < wanted) break
         }
       } while (claimAgain)
+    /* c8 ignore next 2 -- the database failing between polls: the next poll tries again */
     } catch (error) {
       log.warn({ err: error }, 'could not claim webhook deliveries; the next poll tries again')
     } finally {
@@ -127,6 +129,7 @@ export default fp(async (fastify) => {
         // Held by another instance, or all done: this target is someone's.
         done = !held || position === null || position >= target ? target : position
       }
+    /* c8 ignore next 2 -- the database failing between looks: the next advance of the feed tries again */
     } catch (error) {
       log.warn({ err: error }, 'could not fan events out to webhooks; the next advance of the feed tries again')
     } finally {
@@ -150,6 +153,7 @@ export default fp(async (fastify) => {
   async function check (): Promise<void> {
     try {
       setActive(await queue.anyEnabled())
+    /* c8 ignore next 3 -- the database failing between checks: the next check tries again */
     } catch (error) {
       log.warn({ err: error }, 'could not look for enabled webhooks; the next check tries again')
     }

@@ -1,3 +1,4 @@
+import net, { type AddressInfo } from 'node:net'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { Webhook } from 'standardwebhooks'
@@ -276,4 +277,45 @@ t.test('two instances send each event once, signed alike; a delivery cut short b
   t.ok(await within(10_000, () => receiver.received.length >= 40), 'the held one arrived again')
   const ids = receiver.delivered(made.secret).map(event => event.data.name)
   t.same(new Set(ids).size, 40, 'every event arrived')
+})
+
+t.test('odd endpoints and events: TLS to a plain port, an answer cut short, an event swept before its delivery, deliveries past EVENTS_RETENTION', async t => {
+  const app = await build(t, local)
+  const admin = await userWithRoles(app, ['Admin'])
+  const auth = bearer(admin.token)
+  // An answer whose body stops short: its status counts.
+  const cut = net.createServer(socket => {
+    socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nabc'))
+  })
+  await new Promise<void>(resolve => cut.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise<void>(resolve => cut.close(() => resolve())))
+  const port = (cut.address() as AddressInfo).port
+  const tls = await makeWebhook(app, admin.token, { url: `https://127.0.0.1:${port}/`, types: ['student.created'] })
+  const short = await makeWebhook(app, admin.token, { url: `http://127.0.0.1:${port}/`, types: ['student.created'] })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Ada') })).statusCode, 201)
+  const log = async (id: number) => (await app.inject({ url: `/api/webhooks/${id}/deliveries`, headers: auth })).json().data
+  t.ok(await within(5_000, async () => (await log(short.data.id))[0]?.state === 'delivered'), 'the answer cut short counts: its status was 200')
+  t.match((await log(short.data.id))[0].attempts, [{ status: 200, response: 'abc' }])
+  t.ok(await within(5_000, async () => (await log(tls.data.id))[0]?.attempts.length > 0))
+  t.match((await log(tls.data.id))[0].attempts[0], { status: null, error: /./ }, 'TLS to a plain port fails, and says why')
+  await app.inject({ method: 'DELETE', url: `/api/webhooks/${tls.data.id}`, headers: auth })
+  await app.inject({ method: 'DELETE', url: `/api/webhooks/${short.data.id}`, headers: auth })
+
+  // An event swept (EVENTS_RETENTION) before its delivery: the delivery has failed, and says why.
+  const receiver = await startReceiver(t)
+  await receiver.down()
+  const made = await makeWebhook(app, admin.token, { url: receiver.url, types: ['student.created'] })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Bob') })).statusCode, 201)
+  t.ok(await within(5_000, async () => (await log(made.data.id))[0]?.attempts.length > 0))
+  await app.knex('change_outbox').delete()
+  t.ok(await within(5_000, async () => (await log(made.data.id))[0]?.state === 'failed'))
+  t.match((await log(made.data.id))[0].attempts.at(-1), { status: null, error: 'the event was swept (EVENTS_RETENTION) before it was delivered' })
+
+  // Deliveries go with their events' retention, their attempts with them.
+  t.equal(await app.webhookDispatcher.sweep(), 0, 'none is old enough')
+  await app.knex('webhook_deliveries').update({ created_at: app.knex.raw('now() - interval \'31 days\'') })
+  t.equal(await app.webhookDispatcher.sweep(), 1)
+  t.same(await log(made.data.id), [])
+  t.equal(Number((await app.knex('webhook_attempts').count('* as n').first())!.n), 0)
+  t.equal((await app.inject({ url: '/api/webhooks/2147483648', headers: auth })).statusCode, 404, 'an id past the column\'s is not found')
 })

@@ -96,6 +96,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.delete('/:id', { schema: webhookSchemas.destroy, onRequest: fastify.can('webhook-delete') }, async (request) => {
     const { id } = request.params
     const webhook = await request.deleteRecord(kind, id, trx => repository.remove(id, trx))
+    // The last one gone, the dispatcher stops following the feed.
+    fastify.webhookDispatcher.wake()
     return { success: true as const, data: webhook, message: 'Webhook deleted' }
   })
 

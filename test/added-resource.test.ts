@@ -55,6 +55,8 @@ t.test('a resource added as the guide says is in the OpenAPI document, with its 
   t.same(Object.values(document.paths['/api/notes/{id}']).map(operation => (operation as { operationId: string }).operationId), ['notes.show', 'notes.patch', 'notes.destroy'])
   t.same(document.tags.filter((tag: { name: string }) => tag.name === 'notes'), [{ name: 'notes', description: 'Notes, behind the note-* permissions' }], 'its tag, declared once')
   t.ok(document.components.schemas.Note && document.components.schemas.NoteInput, 'its shared schemas are components')
+  t.same(Object.keys(document.webhooks).filter(type => type.startsWith('note.')), ['note.created', 'note.updated', 'note.deleted'], 'its events are webhooks\' types')
+  t.same(document.webhooks['note.created'].post.requestBody.content['application/json'].schema.allOf[1].properties.data, { $ref: '#/components/schemas/Note' }, 'each with a note as its data')
 })
 
 t.test('a resource added as the guide says is fuzzed as every other', async t => {

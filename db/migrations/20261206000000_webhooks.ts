@@ -10,8 +10,9 @@ const PERMISSIONS = ['webhook-list', 'webhook-create', 'webhook-edit', 'webhook-
  *   be kept as it is, to sign with: it is never shown after its creation or rotation.
  * - `webhook_deliveries`: an event owed to an endpoint, a row each, written once by the
  *   fan-out, which follows the feed from `feed_readers`' position. Pending rows are claimed by
- *   one instance at a time (FOR UPDATE SKIP LOCKED), their `next_attempt_at` pushed past the
- *   attempt, so that one whose instance died is claimed again.
+ *   one instance at a time (FOR UPDATE SKIP LOCKED) until `claimed_until`, their
+ *   `next_attempt_at` pushed past it, so that one whose instance died is claimed again. A
+ *   disabled webhook's pending rows wait at `infinity`, out of the claims' way.
  * - `webhook_attempts`: every attempt of a delivery, as its log shows it.
  */
 export async function up (knex: Knex): Promise<void> {
@@ -26,6 +27,7 @@ export async function up (knex: Knex): Promise<void> {
     enabled boolean not null default true,
     disabled_reason text,
     failing_since timestamptz,
+    last_failure_at timestamptz,
     after_position bigint not null,
     created_at timestamptz not null default now(),
     updated_at timestamptz not null default now()
@@ -37,10 +39,12 @@ export async function up (knex: Knex): Promise<void> {
     state text not null default 'pending' check (state in ('pending', 'delivered', 'failed')),
     attempts integer not null default 0,
     next_attempt_at timestamptz not null default now(),
+    claimed_until timestamptz,
     created_at timestamptz not null default now(),
     unique (webhook_id, event_id)
   )`)
-  await knex.raw('create index webhook_deliveries_due on webhook_deliveries (next_attempt_at) where state = \'pending\'')
+  // Due first, then in event order: an endpoint's first attempts go out as its events came.
+  await knex.raw('create index webhook_deliveries_due on webhook_deliveries (next_attempt_at, event_id) where state = \'pending\'')
   await knex.raw('create index webhook_deliveries_of_webhook on webhook_deliveries (webhook_id, id)')
   await knex.raw(`create table webhook_attempts (
     id bigint generated always as identity primary key,

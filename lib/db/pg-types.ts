@@ -42,3 +42,6 @@ export const types = {
     return getTypeParser(oid, format as 'text')
   }
 }
+
+/** SQL writing a timestamptz `expression` as `isoTimestamp` does, in a JSON value PostgreSQL builds. */
+export const isoText = (expression: string) => `to_char(${expression} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`

@@ -2,8 +2,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import { oncePerDatabase } from './once-per-database.js'
 
-// The last position drawn (db/migrations/20261204000000_change_positions.ts); 0 before any.
-const DRAWN = 'select case when is_called then last_value else 0 end::float8 as drawn from change_positions'
+// The last position drawn (db/migrations/20261204000000_change_positions.ts).
+/** The last position drawn, as an SQL expression: 0 before any. */
+export const LAST_DRAWN = '(select case when is_called then last_value else 0 end from change_positions)'
+const DRAWN = `select ${LAST_DRAWN}::float8 as drawn`
 // The transactions that hold a transaction id, read after that: every one that drew up to it
 // took its id first. Not a snapshot's in-flight ones (pg_snapshot_xip), which leave out those
 // whose ids are past the last to end; nor pg_xact_status(), which says committed a moment

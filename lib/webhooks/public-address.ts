@@ -22,7 +22,7 @@ export class ForbiddenAddress extends Error {
 }
 
 /** The URL's host as DNS takes it: without an IPv6 literal's brackets. */
-const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
+export const hostOf = (url: URL) => url.hostname.replace(/^\[(.*)\]$/, '$1')
 
 /**
  * Why a webhook may not be sent to `url`; none if it may: it must be http or https without

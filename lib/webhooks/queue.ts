@@ -1,5 +1,6 @@
 import type pg from 'pg'
 import { eventType } from '../db/event-type.js'
+import { isoText } from '../db/pg-types.js'
 import type { AttemptOutcome } from './send.js'
 
 /** A delivery claimed for an attempt: where it goes, what it carries, how it is signed. */
@@ -31,52 +32,67 @@ const FAN_OUT = `with reader as (select position from feed_readers where name = 
     on conflict do nothing returning 1),
   moved as (update feed_readers set position = bound.through from bound, reader
     where name = 'webhooks' and bound.through > reader.position returning feed_readers.position)
-  select (select count(*) from fanned)::int as fanned, (select position::float8 from moved) as position, exists (select 1 from reader) as held`
+  select (select count(*) from fanned)::int as fanned, coalesce((select position from moved), (select position from reader))::float8 as position,
+    exists (select 1 from reader) as held`
 
-// The due deliveries of enabled webhooks, the longest due first, each pushed `$2` seconds on
-// (its lease: a delivery whose instance dies is due again then), with what its attempt needs.
-const CLAIM = `with claimed as (update webhook_deliveries d set attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => $2)
+// The due deliveries of enabled webhooks, the longest due first and then in event order, each
+// claimed for `$2` seconds (its lease: a delivery whose instance dies is due again then), with
+// what its attempt needs.
+const CLAIM = `with claimed as (update webhook_deliveries d set attempts = d.attempts + 1,
+      claimed_until = now() + make_interval(secs => $2), next_attempt_at = now() + make_interval(secs => $2)
     from (select d.id from webhook_deliveries d join webhooks w on w.id = d.webhook_id
       where d.state = 'pending' and d.next_attempt_at <= now() and w.enabled
-      order by d.next_attempt_at limit $1 for update of d skip locked) due
+      order by d.next_attempt_at, d.event_id limit $1 for update of d skip locked) due
     where d.id = due.id
     returning d.id, d.webhook_id, d.event_id, d.attempts)
   select c.id::float8 as id, c.webhook_id, c.attempts, w.url,
     array_remove(array[w.secret, case when w.previous_secret_until > now() then w.previous_secret end], null) as secrets,
     case when o.id is null then null else json_build_object('id', o.id::float8, 'type', ${eventType('o')}, 'resource', o.resource,
-      'resource_id', o.resource_id::float8, 'occurred_at', to_char(o.at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'request_id', o.request_id, 'data', o.data, 'changed', o.changed) end as event
+      'resource_id', o.resource_id::float8, 'occurred_at', ${isoText('o.at')}, 'request_id', o.request_id, 'data', o.data, 'changed', o.changed) end as event
   from claimed c join webhooks w on w.id = c.webhook_id left join change_outbox o on o.id = c.event_id
   order by c.event_id`
 
 // The attempt's outcome: delivered; failed, for good once its next attempt would come past
-// the retry window (`$6`) or it is `$8` (final); else pending until then (`$7` from now). The
-// attempt is logged, and the endpoint's failing since set (or cleared, once delivered). A
-// delivery no longer pending (its webhook deleted, or retried by hand meanwhile) is left.
+// the retry window (`$6`) or it is `$8` (final); else pending until then (`$7` from now); and
+// the attempt logged. A delivery no longer this attempt's (its webhook deleted, or claimed
+// again after its lease ended) is left as it is. Of the delivery only: the endpoint's state is
+// written apart (ENDPOINT_*), as a delete locks the webhook before its deliveries.
 const FINISH = `with attempt as (update webhook_deliveries set
       state = case when $2 then 'delivered'
         when $8 or created_at + make_interval(secs => $6) < now() + make_interval(secs => $7) then 'failed' else 'pending' end,
-      next_attempt_at = now() + make_interval(secs => $7)
-    where id = $1 and state = 'pending' and attempts = $9 returning id, webhook_id),
+      next_attempt_at = now() + make_interval(secs => $7), claimed_until = null
+    where id = $1 and state = 'pending' and attempts = $9 returning id),
   logged as (insert into webhook_attempts (delivery_id, status, error, duration_ms, response)
-    select id, $3, $4, $5, $10 from attempt),
-  endpoint as (update webhooks w set failing_since = case when $2 then null else now() end from attempt
-    where w.id = attempt.webhook_id and (case when $2 then w.failing_since is not null else w.failing_since is null end))
+    select id, $3, $4, $5, $10 from attempt)
   select count(*)::int as finished from attempt`
 
-// An endpoint failing for longer than `$2` seconds is disabled, with an audit entry when the
-// log is on (`$3`).
-const DISABLE = `with disabled as (update webhooks set enabled = false, updated_at = now(),
-      disabled_reason = 'no delivery succeeded since ' || to_char(failing_since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
-    where id = $1 and enabled and failing_since < now() - make_interval(secs => $2)
-    returning id, enabled, disabled_reason, failing_since),
+// A delivery succeeded: the endpoint is not failing.
+const ENDPOINT_DELIVERED = 'update webhooks set failing_since = null, last_failure_at = null where id = $1 and failing_since is not null'
+
+// A delivery failed: the endpoint has been failing since its first failure with no success
+// since (a day without attempts ends a failing time: the endpoint was not tried, not failing);
+// past `$2` seconds of it, it is disabled, with an audit entry when the log is on (`$3`), and
+// its pending deliveries wait at `infinity`, out of the claims' way.
+const ENDPOINT_FAILED = `with before as (select id, enabled,
+      case when failing_since is null or last_failure_at < now() - interval '1 day' then now() else failing_since end as since
+    from webhooks where id = $1),
+  failed as (update webhooks w set failing_since = before.since, last_failure_at = now(),
+      enabled = w.enabled and before.since >= now() - make_interval(secs => $2),
+      disabled_reason = case when w.enabled and before.since < now() - make_interval(secs => $2)
+        then 'no delivery succeeded since ' || ${isoText('before.since')} else w.disabled_reason end
+    from before where w.id = before.id
+    returning w.id, w.enabled, before.enabled as was_enabled, w.disabled_reason, w.failing_since),
   audited as (insert into audit_log (action, resource, resource_id, after)
     select 'disable', 'webhook', id, jsonb_build_object('enabled', enabled, 'disabled_reason', disabled_reason, 'failing_since', failing_since)
-    from disabled where $3)
-  select count(*)::int as disabled from disabled`
+    from failed where was_enabled and not enabled and $3),
+  paused as (update webhook_deliveries set next_attempt_at = 'infinity'
+    where webhook_id = $1 and state = 'pending' and claimed_until is null and exists (select 1 from failed where was_enabled and not enabled))
+  select coalesce((select was_enabled and not enabled from failed), false) as disabled`
 
-// Deliveries whose attempt was cut short by a shutdown: due at once again, for any instance,
-// the attempt not counted.
-const RELEASE = 'update webhook_deliveries set next_attempt_at = now(), attempts = attempts - 1 where id = any($1::bigint[]) and state = \'pending\''
+// A delivery whose attempt a shutdown cut short: due at once again, for any instance, the
+// attempt not counted; unless it is no longer this attempt's.
+const RELEASE = `update webhook_deliveries set next_attempt_at = now(), claimed_until = null, attempts = attempts - 1
+  where id = $1 and attempts = $2 and state = 'pending'`
 
 const SWEEP_BATCH = 10_000
 // By ctid, as the outbox's sweep: no index serves their time.
@@ -89,8 +105,9 @@ const ENABLED = 'select exists (select 1 from webhooks where enabled) as enabled
 export function deliveryQueue (pool: pg.Pool) {
   return {
     /**
-     * Gives the events up to `through` their deliveries, unless another instance does so now:
-     * where the fan-out stands after (null if it did not move), and how many it made.
+     * Gives the events up to `through` their deliveries, unless another instance does so now
+     * (`held` false): where the fan-out stands after (short of `through` when there were more
+     * events than a batch), and how many deliveries it made.
      */
     async fanOut (through: number): Promise<{ held: boolean, position: number | null, fanned: number }> {
       const { rows } = await pool.query<{ held: boolean, position: number | null, fanned: number }>(FAN_OUT, [through])
@@ -109,15 +126,20 @@ export function deliveryQueue (pool: pg.Pool) {
       return rows[0]!.finished > 0
     },
 
-    /** Disables the webhook if it has failed for `seconds`: whether it did. */
-    async disableIfFailingFor (webhookId: number, seconds: number, audited: boolean): Promise<boolean> {
-      const { rows } = await pool.query<{ disabled: number }>(DISABLE, [webhookId, seconds, audited])
-      return rows[0]!.disabled > 0
+    /** The endpoint answered: it is not failing. */
+    async delivered (webhookId: number): Promise<void> {
+      await pool.query(ENDPOINT_DELIVERED, [webhookId])
     },
 
-    /** Gives back deliveries claimed here whose attempts a shutdown cut short. */
-    async release (ids: number[]): Promise<void> {
-      await pool.query(RELEASE, [ids])
+    /** The endpoint failed: whether it has done so for `seconds`, and was disabled now. */
+    async failed (webhookId: number, seconds: number, audited: boolean): Promise<boolean> {
+      const { rows } = await pool.query<{ disabled: boolean }>(ENDPOINT_FAILED, [webhookId, seconds, audited])
+      return rows[0]!.disabled
+    },
+
+    /** Gives back a delivery claimed here whose attempt a shutdown cut short. */
+    async release (delivery: ClaimedDelivery): Promise<void> {
+      await pool.query(RELEASE, [delivery.id, delivery.attempts])
     },
 
     /** Deletes the deliveries older than `seconds`, and their attempts, a batch at a time: how many went. */

@@ -46,6 +46,8 @@ export default fp(async (fastify) => {
   const shutdown = new AbortController()
   const inFlight = new Map<number, Promise<void>>()
   let active = false
+  // A function, as the claiming loop awaits and `setActive` may change it meanwhile.
+  const isActive = () => active
   let unfollow: (() => void) | undefined
   let poll: NodeJS.Timeout | undefined
 
@@ -62,31 +64,33 @@ export default fp(async (fastify) => {
       const headers = { 'webhook-id': id, 'webhook-timestamp': String(timestamp), 'webhook-signature': signature(delivery.secrets, id, timestamp, body), 'user-agent': USER_AGENT }
       outcome = await send({ url: delivery.url, headers, body }, { timeoutMs: settings.timeoutMs, allowPrivate: settings.allowPrivate, signal: shutdown.signal })
     }
-    // Cut short by the shutdown: another instance sends it at once.
-    if (shutdown.signal.aborted) return queue.release([delivery.id])
     const delivered = ok(outcome)
+    // Cut short by the shutdown: another instance sends it at once.
+    if (shutdown.signal.aborted && !delivered) return queue.release(delivery)
     await queue.finish(delivery, outcome, {
       ok: delivered,
       final: event === null,
       retryForSeconds: settings.retryForMs / 1_000,
       nextAttemptSeconds: delivered ? 0 : retryDelay(delivery.attempts, settings.firstRetryMs) / 1_000
     })
-    if (!delivered && await queue.disableIfFailingFor(delivery.webhook_id, settings.disableAfterMs / 1_000, audit.enabled)) {
+    if (delivered) await queue.delivered(delivery.webhook_id)
+    else if (await queue.failed(delivery.webhook_id, settings.disableAfterMs / 1_000, audit.enabled)) {
       log.warn({ webhookId: delivery.webhook_id }, 'disabled a webhook whose deliveries all failed for WEBHOOK_DISABLE_AFTER')
     }
   }
 
-  // A function, as the loop awaits and `setActive` may change it meanwhile.
-  const isActive = () => active
-  let claiming = false
+  let claiming: Promise<void> | undefined
   let claimAgain = false
   /** Claims and sends due deliveries until none is due or CONCURRENCY are in flight. */
-  async function deliverDue (): Promise<void> {
+  function deliverDue (): Promise<void> {
     if (claiming) {
       claimAgain = true
-      return
+      return claiming
     }
-    claiming = true
+    claiming = claimAll().finally(() => { claiming = undefined })
+    return claiming
+  }
+  async function claimAll (): Promise<void> {
     try {
       do {
         claimAgain = false
@@ -106,34 +110,38 @@ export default fp(async (fastify) => {
           if (claimed.length < wanted) break
         }
       } while (claimAgain)
-    /* c8 ignore next 2 -- the database failing between polls: the next poll tries again */
+    /* c8 ignore next 3 -- the database failing between polls: the next poll tries again */
     } catch (error) {
       log.warn({ err: error }, 'could not claim webhook deliveries; the next poll tries again')
-    } finally {
-      claiming = false
     }
   }
 
-  let fanningOut = false
+  let fanningOut: Promise<void> | undefined
+  /** The highest settled position told, and the position the fan-out is known to have reached. */
   let fanOutTo = 0
-  /** Gives the events up to `through` their deliveries (unless another instance is doing so), then sends them. */
-  async function fanOut (through: number): Promise<void> {
+  let fannedThrough = 0
+  /**
+   * Gives the events up to the settled position their deliveries, then sends them. When another
+   * instance holds the fan-out, or it fails, the next poll tries again: nothing waits for the
+   * next write.
+   */
+  function fanOut (through = fanOutTo): Promise<void> {
     fanOutTo = Math.max(fanOutTo, through)
-    if (fanningOut) return
-    fanningOut = true
+    if (fanningOut || fannedThrough >= fanOutTo) return fanningOut ?? Promise.resolve()
+    fanningOut = fanOutAll().finally(() => { fanningOut = undefined })
+    return fanningOut
+  }
+  async function fanOutAll (): Promise<void> {
     try {
-      for (let done = 0; done < fanOutTo && !shutdown.signal.aborted;) {
-        const target = fanOutTo
-        const { held, position, fanned } = await queue.fanOut(target)
+      while (fannedThrough < fanOutTo && !shutdown.signal.aborted) {
+        const { held, position, fanned } = await queue.fanOut(fanOutTo)
         if (fanned > 0) void deliverDue()
-        // Held by another instance, or all done: this target is someone's.
-        done = !held || position === null || position >= target ? target : position
+        if (!held) break
+        fannedThrough = position!
       }
-    /* c8 ignore next 2 -- the database failing between looks: the next advance of the feed tries again */
+    /* c8 ignore next 3 -- the database failing between looks: the next poll tries again */
     } catch (error) {
-      log.warn({ err: error }, 'could not fan events out to webhooks; the next advance of the feed tries again')
-    } finally {
-      fanningOut = false
+      log.warn({ err: error }, 'could not fan events out to webhooks; the next poll tries again')
     }
   }
 
@@ -142,7 +150,10 @@ export default fp(async (fastify) => {
     active = enabled
     if (enabled) {
       unfollow = fastify.changeFeed.follow({ advanced: through => { void fanOut(through) }, closing: () => {} })
-      poll = setInterval(() => { void deliverDue() }, POLL_MS).unref()
+      poll = setInterval(() => {
+        void fanOut()
+        void deliverDue()
+      }, POLL_MS).unref()
       void deliverDue()
     } else {
       unfollow?.()
@@ -169,12 +180,14 @@ export default fp(async (fastify) => {
   sweepHourly(fastify, 'the webhooks\' deliveries', fastify.webhookDispatcher.sweep)
 
   fastify.addHook('onReady', check)
-  // Attempts in flight are cut short and given back, for another instance to send at once.
+  // Attempts in flight are cut short and given back, for another instance to send at once,
+  // before the pool closes (onClose hooks run in the reverse order of the plugins').
   fastify.addHook('onClose', async () => {
     shutdown.abort()
     clearInterval(checks)
     clearInterval(poll)
     unfollow?.()
+    await Promise.allSettled([claiming, fanningOut])
     await Promise.allSettled(inFlight.values())
   })
 }, { name: 'webhook-dispatcher', dependencies: ['config', 'knex', 'change-feed'] })

@@ -121,6 +121,13 @@ t.test('a URL that is not public is refused at creation, and at each delivery, u
   t.ok(await within(5_000, async () => (await attempts()).length > 0), 'attempted')
   t.match(await attempts(), [{ status: null, error: /localhost resolves to (127\.0\.0\.1|::1), a loopback address/ }])
   t.equal(receiver.received.length, 0, 'the receiver got nothing')
+
+  // An address written in the URL is connected to without a lookup: it is checked itself.
+  await app.knex('webhooks').update({ url: `http://127.0.0.1:${receiver.port}/hooks` })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Bob') })).statusCode, 201)
+  t.ok(await within(5_000, async () => (await attempts()).length > 1), 'attempted')
+  t.match((await attempts()).map(attempt => attempt.error), [/localhost/, /127\.0\.0\.1 resolves to 127\.0\.0\.1, a loopback address/])
+  t.equal(receiver.received.length, 0, 'the receiver got nothing still')
 })
 
 t.test('types: events of resources only, and of those the caller may list', async t => {
@@ -132,7 +139,12 @@ t.test('types: events of resources only, and of those the caller may list', asyn
   t.match(wrongType.json().data.types, [/names no event type: session\.created \(of /])
   t.equal((await app.inject({ method: 'POST', url: '/api/webhooks', headers: bearer(admin.token), payload: { url: receiver.url, types: ['student.moved'] } })).statusCode, 400, 'a type pattern it does not know')
 
-  await roleWithPermissions(app, 'Hooks', ['webhook-create', 'webhook-list', 'webhook-edit'])
+  await roleWithPermissions(app, 'Blind hooks', ['webhook-create', 'webhook-list', 'webhook-edit'])
+  const blind = await userWithRoles(app, ['Blind hooks'])
+  const unread = await app.inject({ method: 'POST', url: '/api/webhooks', headers: bearer(blind.token), payload: { url: receiver.url, types: ['student.created'] } })
+  t.equal(unread.statusCode, 403, 'a webhook is a way of reading events: it needs event-list')
+  t.match(unread.json().message, /event-list/)
+  await roleWithPermissions(app, 'Hooks', ['webhook-create', 'webhook-list', 'webhook-edit', 'event-list'])
   const hooks = await userWithRoles(app, ['Hooks'])
   const hidden = await app.inject({ method: 'POST', url: '/api/webhooks', headers: bearer(hooks.token), payload: { url: receiver.url, types: ['client.created'] } })
   t.equal(hidden.statusCode, 403, 'client.* needs client-list')
@@ -140,6 +152,11 @@ t.test('types: events of resources only, and of those the caller may list', asyn
   const made = await makeWebhook(app, hooks.token, { url: receiver.url, types: ['student.created'] })
   t.equal((await app.inject({ method: 'PATCH', url: `/api/webhooks/${made.data.id}`, headers: bearer(hooks.token), payload: { types: ['client.deleted'] } })).statusCode, 403, 'nor by a change')
   t.equal((await app.inject({ method: 'DELETE', url: `/api/webhooks/${made.data.id}`, headers: bearer(hooks.token) })).statusCode, 403, 'delete needs webhook-delete')
+  const admins = await makeWebhook(app, admin.token, { url: receiver.url, types: ['client.created'] })
+  const redirected = await app.inject({ method: 'PATCH', url: `/api/webhooks/${admins.data.id}`, headers: bearer(hooks.token), payload: { url: 'http://127.0.0.1:9/elsewhere' } })
+  t.equal(redirected.statusCode, 403, 'nor may a webhook of client.* be sent elsewhere by one who may not list clients')
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/webhooks/${admins.data.id}`, headers: bearer(hooks.token), payload: { description: 'renamed' } })).statusCode, 200, 'its description, though, is theirs to change')
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/webhooks/${admins.data.id}`, headers: bearer(blind.token), payload: { url: receiver.url } })).statusCode, 403, 'nor, without event-list, a webhook of students')
 
   const plain = await userWithRoles(app, [])
   for (const [method, url] of [['GET', '/api/webhooks'], ['GET', `/api/webhooks/${made.data.id}`], ['GET', `/api/webhooks/${made.data.id}/deliveries`], ['POST', `/api/webhooks/${made.data.id}/rotate-secret`]] as const) {
@@ -251,6 +268,16 @@ t.test('a delivery failing past WEBHOOK_RETRY_FOR has failed; sent again by hand
   await app.knex('webhooks').update({ failing_since: app.knex.raw('failing_since - interval \'1 minute\'') })
   t.ok(await within(5_000, async () => (await webhook()).enabled === false), 'disabled at its next failure')
   t.match(await webhook(), { enabled: false, disabled_reason: /^no delivery succeeded since \d{4}-/ })
+  const paused = await app.inject({ method: 'POST', url: `/api/webhooks/${made.data.id}/deliveries/${failed.id}/retry`, headers: auth })
+  t.equal(paused.statusCode, 409, 'a delivery of a disabled webhook is not sent again')
+  t.match(paused.json(), { code: 'conflict', message: /disabled/ })
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/webhooks/${made.data.id}`, headers: auth, payload: { enabled: true } })).statusCode, 200)
+  receiver.behaviour = () => ({ status: 200, delayMs: 1_000 })
+  t.equal((await app.inject({ method: 'POST', url: `/api/webhooks/${made.data.id}/deliveries/${failed.id}/retry`, headers: auth })).statusCode, 202)
+  t.ok(await within(5_000, async () => receiver.received.length > 0 || (await app.knex('webhook_deliveries').where({ id: failed.id }).first('claimed_until')).claimed_until !== null), 'under way')
+  const twice = await app.inject({ method: 'POST', url: `/api/webhooks/${made.data.id}/deliveries/${failed.id}/retry`, headers: auth })
+  t.equal(twice.statusCode, 409, 'nor while an attempt of it is under way')
+  t.match(twice.json().message, /under way/)
   t.match(await app.knex('audit_log').where({ action: 'disable' }).first('resource', 'resource_id', 'actor_id'), { resource: 'webhook', resource_id: String(made.data.id), actor_id: null }, 'audited, by no one')
 })
 
@@ -296,10 +323,16 @@ t.test('odd endpoints and events: TLS to a plain port, an answer cut short, an e
   const log = async (id: number) => (await app.inject({ url: `/api/webhooks/${id}/deliveries`, headers: auth })).json().data
   t.ok(await within(5_000, async () => (await log(short.data.id))[0]?.state === 'delivered'), 'the answer cut short counts: its status was 200')
   t.match((await log(short.data.id))[0].attempts, [{ status: 200, response: 'abc' }])
+  await app.inject({ method: 'DELETE', url: `/api/webhooks/${short.data.id}`, headers: auth })
+  const binary = await startReceiver(t, () => ({ status: 200, body: 'a\u0000b' }))
+  const nul = await makeWebhook(app, admin.token, { url: binary.url, types: ['student.created'] })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Nul') })).statusCode, 201)
+  t.ok(await within(5_000, async () => (await log(nul.data.id))[0]?.state === 'delivered'), 'an answer holding NUL is logged')
+  t.match((await log(nul.data.id))[0].attempts, [{ status: 200, response: 'a\uFFFDb' }], 'with U+FFFD for it')
+  await app.inject({ method: 'DELETE', url: `/api/webhooks/${nul.data.id}`, headers: auth })
   t.ok(await within(5_000, async () => (await log(tls.data.id))[0]?.attempts.length > 0))
   t.match((await log(tls.data.id))[0].attempts[0], { status: null, error: /./ }, 'TLS to a plain port fails, and says why')
   await app.inject({ method: 'DELETE', url: `/api/webhooks/${tls.data.id}`, headers: auth })
-  await app.inject({ method: 'DELETE', url: `/api/webhooks/${short.data.id}`, headers: auth })
 
   // An event swept (EVENTS_RETENTION) before its delivery: the delivery has failed, and says why.
   const receiver = await startReceiver(t)

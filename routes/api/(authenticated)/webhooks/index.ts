@@ -9,6 +9,9 @@ import { eventsRepository } from '../events/repository.js'
 import { webhooksRepository } from './repository.js'
 import { DELIVERY_ORDER, deliveryListFields, type Webhook, type WebhookChange, webhookSchemas, webhookSharedSchemas, webhooksTag } from './schema.js'
 
+/** The resource of an event type: `student` of `student.created`. */
+const resourceOf = (type: string) => type.slice(0, type.indexOf('.'))
+
 /**
  * `/api/webhooks`: endpoints that receive the change feed's events, behind webhook-*. The
  * dispatcher (plugins/app/webhook-dispatcher.ts) sends them; these routes manage them and
@@ -18,7 +21,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.declareResource({ tag: webhooksTag, schemas: webhookSharedSchemas })
   const repository = webhooksRepository(fastify.database)
   const { allowPrivate } = fastify.config.webhooks
-  const { forbidden, notFound } = fastify.httpErrors
+  const { conflict, forbidden, notFound } = fastify.httpErrors
   const missing = (id: number) => notFound(`Webhook ${id} not found`)
   // Audited; not in the change feed, which tells of the records clients keep copies of.
   const kind: RecordKind<Versioned<Webhook>> = { resource: 'webhook', lock: repository.lock, notFound: missing, followed: false }
@@ -27,9 +30,9 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
 
   /**
    * Refuses what the webhook may not be (400): a URL it may not reach (lib/webhooks/public-address.ts),
-   * a type no resource has; and (403) types of a resource the caller may not list.
+   * a type no resource has.
    */
-  async function check (request: FastifyRequest, { url, types }: Pick<WebhookChange, 'url' | 'types'>): Promise<void> {
+  async function check ({ url, types }: Pick<WebhookChange, 'url' | 'types'>): Promise<void> {
     const problems: Record<string, string[]> = {}
     if (url !== undefined) {
       let parsed: URL | undefined
@@ -41,13 +44,19 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
       const problem = parsed && await urlProblem(parsed, allowPrivate)
       if (problem !== undefined) problems.url = [problem]
     }
-    const unknown = (types ?? []).filter(type => !fastify.followedResources.has(type.slice(0, type.indexOf('.'))))
+    const unknown = (types ?? []).filter(type => !fastify.followedResources.has(resourceOf(type)))
     if (unknown.length > 0) problems.types = [`names no event type: ${unknown.join(', ')} (of ${[...fastify.followedResources.keys()].join(', ')})`]
     if (Object.keys(problems).length > 0) throw new InvalidFields(problems)
-    const hidden = (types ?? []).filter(type => {
-      const resource = type.slice(0, type.indexOf('.'))
-      return guarded.includes(resource) && !request.user.permissions.has(`${resource}-list`)
-    })
+  }
+
+  /**
+   * Refuses (403) a webhook that would send the caller events it may not read: one who sets
+   * where a webhook's events go, or which, needs event-list and may list their resources (as
+   * GET /api/events shows them), whichever field changes.
+   */
+  function mayReceive (request: FastifyRequest, types: readonly string[]): void {
+    if (!request.user.permissions.has('event-list')) throw forbidden('Setting where a webhook\'s events go, or which, needs the event-list permission')
+    const hidden = types.filter(type => guarded.includes(resourceOf(type)) && !request.user.permissions.has(`${resourceOf(type)}-list`))
     if (hidden.length > 0) throw forbidden(`A webhook cannot take events of resources you may not list: ${hidden.join(', ')}`)
   }
 
@@ -62,7 +71,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: webhookSchemas.store, onRequest: fastify.can('webhook-create') }, async (request, reply) => {
-    await check(request, request.body)
+    await check(request.body)
+    mayReceive(request, request.body.types)
     let secret = ''
     // Not replayed: the answer holds the secret, which is never answered twice.
     await request.createRecord(reply, kind, async trx => {
@@ -76,8 +86,12 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.patch('/:id', { schema: webhookSchemas.update, onRequest: fastify.can('webhook-edit') }, async (request, reply) => {
     const { id } = request.params
-    await check(request, request.body)
-    const webhook = await request.updateRecord(reply, kind, id, trx => repository.update(id, request.body, trx))
+    const { body } = request
+    await check(body)
+    const webhook = await request.updateRecord(reply, kind, id, (trx, before) => {
+      if (body.url !== undefined || body.types !== undefined) mayReceive(request, body.types ?? before.types)
+      return repository.update(before, body, trx)
+    })
     fastify.webhookDispatcher.wake()
     return { success: true as const, data: webhook, message: 'Webhook updated' }
   })
@@ -113,6 +127,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
     const retried = await request.recordEvents(async trx => {
       const found = await repository.retry(id, delivery, trx)
       if (!found) throw notFound(`Delivery ${delivery} of webhook ${id} not found`)
+      if (found === 'in flight') throw conflict(`An attempt of delivery ${delivery} is under way: its outcome is in the log within WEBHOOK_TIMEOUT`)
+      if (found === 'disabled') throw conflict(`Webhook ${id} is disabled: enable it (PATCH {"enabled": true}), and its pending deliveries are sent`)
       return { result: found, events: [{ action: 'retry', resource: 'webhook_delivery', id: delivery, after: { webhook_id: id, event_id: found.event_id } }] }
     })
     fastify.webhookDispatcher.wake()

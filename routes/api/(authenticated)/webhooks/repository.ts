@@ -1,5 +1,7 @@
 import type { Knex } from 'knex'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
+import { isoText } from '../../../../lib/db/pg-types.js'
+import { LAST_DRAWN } from '../../../../lib/db/settled-position.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
 import { versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
 import type { Filter, ListRequest } from '../../../../lib/http/list-query.js'
@@ -15,15 +17,12 @@ const COLUMNS = ['id', 'url', 'types', 'description', 'enabled', 'disabled_reaso
 const ATTEMPTS_SHOWN = 50
 /** The filter of a webhook's deliveries; not a field a client sends. */
 const OF_WEBHOOK = 'webhook'
-/** The last change position drawn: a webhook takes the events after it. */
-const LAST_DRAWN = '(select case when is_called then last_value else 0 end from change_positions)'
-const UTC = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
 
 /** Data access for webhooks and their deliveries, for the routes of this folder. */
 export function webhooksRepository (database: Database) {
   const { knex } = database
   const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
-  const attempts = `(select coalesce(json_agg(json_build_object('attempted_at', ${UTC('a.attempted_at')}, 'status', a.status, 'error', a.error,
+  const attempts = `(select coalesce(json_agg(json_build_object('attempted_at', ${isoText('a.attempted_at')}, 'status', a.status, 'error', a.error,
       'duration_ms', a.duration_ms, 'response', a.response) order by a.id), '[]') from (select * from webhook_attempts
       where delivery_id = webhook_deliveries.id order by id desc limit ${ATTEMPTS_SHOWN}) a) as attempts`
   const deliveryColumns = ['id', knex.raw('event_id::float8 as event_id'), 'state',
@@ -56,6 +55,10 @@ export function webhooksRepository (database: Database) {
      */
     async create ({ url, types, description = '' }: WebhookInput, trx: Knex): Promise<{ record: Versioned<Webhook>, secret: string }> {
       const secret = newSecret()
+      // The transaction holds an id before it reads where the feed stands, as a position's
+      // drawer does: a reader that measures the settled position meanwhile waits for it, and
+      // no event after that position is fanned out before the webhook is there to take it.
+      await trx.raw('select pg_current_xact_id()')
       const [record] = await trx('webhooks').insert({
         url,
         types,
@@ -69,19 +72,26 @@ export function webhooksRepository (database: Database) {
     /** The webhook as it stands, locked until `trx` ends. */
     async lock (id: number, trx: Knex): Promise<Versioned<Webhook> | undefined> {
       if (id > MAX_ID) return undefined
-      return trx('webhooks').first(columnsWithVersion).where({ id }).forUpdate() as Promise<Versioned<Webhook> | undefined>
+      // FOR NO KEY UPDATE: the fan-out's deliveries, which refer to it, are not held up.
+      return trx('webhooks').first(columnsWithVersion).where({ id }).forNoKeyUpdate() as Promise<Versioned<Webhook> | undefined>
     },
 
     /**
-     * The webhook as changed, in the write path's transaction. Enabled again, its failures are
-     * forgotten, and it takes the events from then on: none of the time it was disabled.
+     * The webhook as changed, in the write path's transaction. Disabled, its pending deliveries
+     * wait. Enabled again, its failures are forgotten, its pending deliveries are due, and it
+     * takes the events from then on: none of the time it was disabled.
      */
-    async update (id: number, { enabled, ...changes }: WebhookChange, trx: Knex): Promise<Versioned<Webhook>> {
-      const reenabled = enabled === true
-        ? { failing_since: null, disabled_reason: null, after_position: trx.raw(`case when enabled then after_position else ${LAST_DRAWN} end`) }
-        : {}
+    async update (before: Webhook, { enabled, ...changes }: WebhookChange, trx: Knex): Promise<Versioned<Webhook>> {
+      const { id } = before
+      const switched = enabled !== undefined && enabled !== before.enabled
+      if (switched) {
+        await trx.raw('select pg_current_xact_id()')
+        await trx('webhook_deliveries').where({ webhook_id: id, state: 'pending' }).whereNull('claimed_until')
+          .update({ next_attempt_at: enabled ? trx.fn.now() : 'infinity' })
+      }
+      const reenabled = switched && enabled ? { failing_since: null, last_failure_at: null, disabled_reason: null, after_position: trx.raw(LAST_DRAWN) } : {}
       const [webhook] = await trx('webhooks').where({ id })
-        .update({ ...changes, ...(enabled === undefined ? {} : { enabled }), ...reenabled, updated_at: trx.fn.now() })
+        .update({ ...changes, ...(switched ? { enabled } : {}), ...reenabled, updated_at: trx.fn.now() })
         .returning(columnsWithVersion)
       return webhook as Versioned<Webhook>
     },
@@ -109,12 +119,19 @@ export function webhooksRepository (database: Database) {
       return deliveries.query({ ...list, filters })
     },
 
-    /** The delivery of the webhook, made pending and due at once; none if there is none. */
-    async retry (webhookId: number, deliveryId: number, trx: Knex) {
-      const [retried] = await trx('webhook_deliveries').where({ id: deliveryId, webhook_id: webhookId })
-        .update({ state: 'pending', next_attempt_at: trx.fn.now() }).returning('id')
-      if (retried === undefined) return undefined
-      return deliveries.find(Number((retried as { id: string }).id), trx)
+    /**
+     * The delivery of the webhook, made pending and due at once; none if there is none; `busy`
+     * if an attempt of it is in flight, or its webhook disabled (nothing would send it).
+     */
+    async retry (webhookId: number, deliveryId: number, trx: Knex): Promise<Delivery | 'in flight' | 'disabled' | undefined> {
+      const found = await trx('webhook_deliveries as d').join('webhooks as w', 'w.id', 'd.webhook_id')
+        .where({ 'd.id': deliveryId, 'd.webhook_id': webhookId })
+        .first('w.enabled', trx.raw('coalesce(d.claimed_until > now(), false) as in_flight')).forUpdate('d')
+      if (found === undefined) return undefined
+      if (found.in_flight === true) return 'in flight'
+      if (found.enabled !== true) return 'disabled'
+      await trx('webhook_deliveries').where({ id: deliveryId }).update({ state: 'pending', next_attempt_at: trx.fn.now() })
+      return deliveries.find(deliveryId, trx)
     }
   }
 }

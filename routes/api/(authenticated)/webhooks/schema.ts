@@ -114,7 +114,7 @@ export const webhookSchemas = {
     operationId: 'webhooks.store',
     summary: 'Make a webhook',
     description: 'It receives the events of its types that come after it in the feed, each POSTed as GET /api/events shows it, signed by the Standard Webhooks specification (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with the secret answered this once. ' +
-      'Its URL is refused (400) when it is not http or https, holds credentials, or resolves to a loopback, private, link-local or other non-public address (unless WEBHOOK_ALLOW_PRIVATE); each delivery resolves it and checks the address again (a host that does not resolve yet is taken, and its deliveries fail until it does). Types of a resource the caller may not list are 403. Needs webhook-create. Not replayed by `Idempotency-Key`: a secret is never answered twice.',
+      'Needs webhook-create and event-list (as does a change of its `url` or `types`, with webhook-edit). Its URL is refused (400) when it is not http or https, holds credentials, or resolves to a loopback, private, link-local or other non-public address (unless WEBHOOK_ALLOW_PRIVATE); each delivery resolves it and checks the address again (a host that does not resolve yet is taken, and its deliveries fail until it does). Types of a resource the caller may not list are 403. Not replayed by `Idempotency-Key`: a secret is never answered twice.',
     body: Type.Ref(WebhookInput),
     response: { 201: WithSecret('The webhook made, and its secret', { location: Type.String({ description: 'The webhook\'s address' }), etag: Type.String() }), ...errorResponses(400, 401, 403, 413, 415) }
   },
@@ -160,9 +160,9 @@ export const webhookSchemas = {
     ...auth,
     operationId: 'webhooks.retryDelivery',
     summary: 'Send a delivery again',
-    description: 'Makes the delivery pending and due at once, whatever its state: it is sent within a second (one attempt, and more while WEBHOOK_RETRY_FOR since its event lasts), with the same `webhook-id`. 202: the attempt shows in its log. Needs webhook-edit.',
+    description: 'Makes the delivery pending and due at once, whatever its state: it is sent within a second (one attempt, and more while WEBHOOK_RETRY_FOR since its event lasts), with the same `webhook-id`. 202: the attempt shows in its log. 409 while an attempt of it is under way, or while its webhook is disabled. Needs webhook-edit.',
     params: DeliveryParams,
-    response: { 202: Envelope(Type.Ref(Delivery), { description: 'The delivery, pending' }), ...errorResponses(400, 401, 403, 404) }
+    response: { 202: Envelope(Type.Ref(Delivery), { description: 'The delivery, pending' }), ...errorResponses(400, 401, 403, 404, 409) }
   }
 }
 

@@ -3,11 +3,11 @@ import type { Versioned } from '../../../../../../lib/db/row-versions.js'
 import { versionTag } from '../../../../../../lib/http/entity-tags.js'
 import type { RecordKind } from '../../../../../../plugins/app/write-path.js'
 import { notesRepository } from './repository.js'
-import { type Note, noteListFields, noteSchemas, noteSharedSchemas, notesTag } from './schema.js'
+import { Note, noteListFields, noteSchemas, noteSharedSchemas, notesTag } from './schema.js'
 
 /** `/api/notes`: the resource docs/adding-a-resource.md adds, behind the note-* permissions. */
 const notes: FastifyPluginAsyncTypebox = async (fastify) => {
-  fastify.declareResource({ tag: notesTag, schemas: noteSharedSchemas })
+  fastify.declareResource({ tag: notesTag, schemas: noteSharedSchemas, events: { resource: 'note', record: Note } })
   const repository = notesRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Note ${id} not found`)
   // What the write path needs to know of a note: the rest (transaction, If-Match, audit, outbox,

@@ -43,8 +43,8 @@ export async function up (knex: Knex): Promise<void> {
     created_at timestamptz not null default now(),
     unique (webhook_id, event_id)
   )`)
-  // Due first, then in event order: an endpoint's first attempts go out as its events came.
-  await knex.raw('create index webhook_deliveries_due on webhook_deliveries (next_attempt_at, event_id) where state = \'pending\'')
+  // An endpoint's due deliveries, the longest due first, then in event order.
+  await knex.raw('create index webhook_deliveries_due on webhook_deliveries (webhook_id, next_attempt_at, event_id) where state = \'pending\'')
   await knex.raw('create index webhook_deliveries_of_webhook on webhook_deliveries (webhook_id, id)')
   await knex.raw(`create table webhook_attempts (
     id bigint generated always as identity primary key,

@@ -6,18 +6,23 @@ import ipaddr from 'ipaddr.js'
 /**
  * The range of an address a webhook may not reach: loopback, private, link-local (the cloud
  * metadata address 169.254.169.254 among them), unique-local, carrier-grade NAT, multicast,
- * reserved, unspecified; an IPv4 address written as IPv6 by its IPv4 range. None: a public
- * (unicast) address.
+ * reserved, unspecified; an IPv4 address written as IPv6 (mapped or compatible) by its IPv4
+ * range. None: a public (unicast) address.
  */
 export function forbiddenRange (address: string): string | undefined {
-  const range = ipaddr.process(address).range()
-  return range === 'unicast' ? undefined : range
+  // process() takes an IPv4 address written as IPv6 (::ffff:a.b.c.d) as IPv4, but not one
+  // IPv4-compatible in hex (::7f00:1, as URLs normalise ::127.0.0.1), which it calls unicast.
+  const parsed = ipaddr.process(address)
+  const range = parsed.range()
+  if (range !== 'unicast') return range
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).parts.slice(0, 6).every(part => part === 0)) return 'ipv4Compatible'
+  return undefined
 }
 
 /** A webhook's address that is not public, and WEBHOOK_ALLOW_PRIVATE is off. */
 export class ForbiddenAddress extends Error {
   constructor (readonly host: string, readonly address: string, readonly range: string) {
-    super(`${host} resolves to ${address}, a ${range} address, which webhooks may not reach (WEBHOOK_ALLOW_PRIVATE)`)
+    super(`${host} resolves to ${address}, ${/^[aeiou]/i.test(range) ? 'an' : 'a'} ${range} address, which webhooks may not reach (WEBHOOK_ALLOW_PRIVATE)`)
   }
 }
 

@@ -12,6 +12,8 @@ export interface ClaimedDelivery {
   secrets: string[]
   /** Its attempts so far, this one counted. */
   attempts: number
+  /** Whether its webhook still takes its event's type: one changed since is not sent what it no longer takes. */
+  taken: boolean
   /** The event, as GET /api/events shows it; none if it was swept (EVENTS_RETENTION) first. */
   event: { id: number } & Record<string, unknown> | null
 }
@@ -35,18 +37,23 @@ const FAN_OUT = `with reader as (select position from feed_readers where name = 
   select (select count(*) from fanned)::int as fanned, coalesce((select position from moved), (select position from reader))::float8 as position,
     exists (select 1 from reader) as held`
 
-// The due deliveries of enabled webhooks, the longest due first and then in event order, each
-// claimed for `$2` seconds (its lease: a delivery whose instance dies is due again then), with
-// what its attempt needs.
+// The due deliveries of enabled webhooks, at most `$3` of each (so that an endpoint that
+// hangs does not take every attempt's place) and none of those in `$4` (which have as many in
+// flight here already), the longest due first and then in event order, each claimed for `$2`
+// seconds (its lease: a delivery whose instance dies is due again then), with what its
+// attempt needs, and whether the webhook still takes its event's type.
 const CLAIM = `with claimed as (update webhook_deliveries d set attempts = d.attempts + 1,
       claimed_until = now() + make_interval(secs => $2), next_attempt_at = now() + make_interval(secs => $2)
-    from (select d.id from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-      where d.state = 'pending' and d.next_attempt_at <= now() and w.enabled
-      order by d.next_attempt_at, d.event_id limit $1 for update of d skip locked) due
+    from (select due.id from webhooks w cross join lateral (select d.id, d.next_attempt_at, d.event_id from webhook_deliveries d
+        where d.webhook_id = w.id and d.state = 'pending' and d.next_attempt_at <= now()
+        order by d.next_attempt_at, d.event_id limit $3 for update skip locked) due
+      where w.enabled and w.id <> all($4::int[])
+      order by due.next_attempt_at, due.event_id limit $1) due
     where d.id = due.id
     returning d.id, d.webhook_id, d.event_id, d.attempts)
   select c.id::float8 as id, c.webhook_id, c.attempts, w.url,
     array_remove(array[w.secret, case when w.previous_secret_until > now() then w.previous_secret end], null) as secrets,
+    o.id is null or ${eventType('o')} = any (w.types) as taken,
     case when o.id is null then null else json_build_object('id', o.id::float8, 'type', ${eventType('o')}, 'resource', o.resource,
       'resource_id', o.resource_id::float8, 'occurred_at', ${isoText('o.at')}, 'request_id', o.request_id, 'data', o.data, 'changed', o.changed) end as event
   from claimed c join webhooks w on w.id = c.webhook_id left join change_outbox o on o.id = c.event_id
@@ -71,15 +78,17 @@ const ENDPOINT_DELIVERED = 'update webhooks set failing_since = null, last_failu
 
 // A delivery failed: the endpoint has been failing since its first failure with no success
 // since (a day without attempts ends a failing time: the endpoint was not tried, not failing);
-// past `$2` seconds of it, it is disabled, with an audit entry when the log is on (`$3`), and
+// past `$2` seconds of it, it is disabled (the row locked first: a change by hand meanwhile is
+// seen), with an audit entry when the log is on (`$3`), and
 // its pending deliveries wait at `infinity`, out of the claims' way.
 const ENDPOINT_FAILED = `with before as (select id, enabled,
       case when failing_since is null or last_failure_at < now() - interval '1 day' then now() else failing_since end as since
-    from webhooks where id = $1),
+    from webhooks where id = $1 for no key update),
   failed as (update webhooks w set failing_since = before.since, last_failure_at = now(),
       enabled = w.enabled and before.since >= now() - make_interval(secs => $2),
       disabled_reason = case when w.enabled and before.since < now() - make_interval(secs => $2)
-        then 'no delivery succeeded since ' || ${isoText('before.since')} else w.disabled_reason end
+        then 'no delivery succeeded since ' || ${isoText('before.since')} else w.disabled_reason end,
+      updated_at = case when w.enabled and before.since < now() - make_interval(secs => $2) then now() else w.updated_at end
     from before where w.id = before.id
     returning w.id, w.enabled, before.enabled as was_enabled, w.disabled_reason, w.failing_since),
   audited as (insert into audit_log (action, resource, resource_id, after)
@@ -114,9 +123,12 @@ export function deliveryQueue (pool: pg.Pool) {
       return rows[0]!
     },
 
-    /** Up to `limit` due deliveries, each leased to this instance for `leaseSeconds`. */
-    async claim (limit: number, leaseSeconds: number): Promise<ClaimedDelivery[]> {
-      return (await pool.query<ClaimedDelivery>(CLAIM, [limit, leaseSeconds])).rows
+    /**
+     * Up to `limit` due deliveries, at most `perWebhook` of each webhook and none of those in
+     * `full`, each leased to this instance for `leaseSeconds`.
+     */
+    async claim (limit: number, leaseSeconds: number, perWebhook: number, full: number[]): Promise<ClaimedDelivery[]> {
+      return (await pool.query<ClaimedDelivery>(CLAIM, [limit, leaseSeconds, perWebhook, full])).rows
     },
 
     /** Logs the attempt and its outcome: whether the delivery was still this attempt's to finish. */

@@ -11,7 +11,8 @@ import { sweepHourly } from '../../lib/db/hourly-sweep.js'
  * `session`, …; a resource added names its own), and what was done to it.
  */
 export type AuditResource = string
-export type AuditAction = 'create' | 'update' | 'delete' | 'revoke' | 'login' | 'login-failed' | 'logout' | 'end' | 'refresh-reuse' | 'retry' | 'disable'
+export const AUDIT_ACTIONS = ['create', 'update', 'delete', 'revoke', 'login', 'login-failed', 'logout', 'end', 'refresh-reuse', 'retry', 'disable'] as const
+export type AuditAction = typeof AUDIT_ACTIONS[number]
 
 /** Who acted: a user, through an API key or a session; none for a caller without a token. */
 export interface Actor {

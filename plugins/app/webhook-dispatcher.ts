@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import fp from 'fastify-plugin'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 import { packageInfo } from '../../lib/process/package-info.js'
@@ -19,6 +20,8 @@ declare module 'fastify' {
 
 /** Deliveries in flight at once on an instance. */
 const CONCURRENCY = 16
+/** Deliveries to one webhook in flight at once on an instance: an endpoint that hangs holds no more places. */
+const PER_WEBHOOK = 4
 /** How long a claimed delivery is this instance's beyond its attempt's time limit: past it (the instance died), another claims it. */
 const LEASE_MARGIN_MS = 5_000
 /** How often an instance with webhooks enabled looks for due deliveries: retries, and those another instance fanned out. */
@@ -44,7 +47,12 @@ export default fp(async (fastify) => {
   const log = fastify.log.child({ component: 'webhooks' })
   const leaseSeconds = (settings.timeoutMs + LEASE_MARGIN_MS) / 1_000
   const shutdown = new AbortController()
+  // Each attempt in flight listens for the shutdown.
+  setMaxListeners(CONCURRENCY + 1, shutdown.signal)
   const inFlight = new Map<number, Promise<void>>()
+  /** Attempts in flight by webhook. */
+  const perWebhook = new Map<number, number>()
+  const full = () => [...perWebhook].filter(([, n]) => n >= PER_WEBHOOK).map(([id]) => id)
   let active = false
   // A function, as the claiming loop awaits and `setActive` may change it meanwhile.
   const isActive = () => active
@@ -57,6 +65,8 @@ export default fp(async (fastify) => {
     let outcome: AttemptOutcome
     if (event === null) {
       outcome = { status: null, error: 'the event was swept (EVENTS_RETENTION) before it was delivered', response: '', durationMs: 0 }
+    } else if (!delivery.taken) {
+      outcome = { status: null, error: `the webhook no longer takes ${String(event.type)}`, response: '', durationMs: 0 }
     } else {
       const body = JSON.stringify(event)
       const id = String(event.id)
@@ -69,7 +79,7 @@ export default fp(async (fastify) => {
     if (shutdown.signal.aborted && !delivered) return queue.release(delivery)
     await queue.finish(delivery, outcome, {
       ok: delivered,
-      final: event === null,
+      final: event === null || !delivery.taken,
       retryForSeconds: settings.retryForMs / 1_000,
       nextAttemptSeconds: delivered ? 0 : retryDelay(delivery.attempts, settings.firstRetryMs) / 1_000
     })
@@ -96,13 +106,17 @@ export default fp(async (fastify) => {
         claimAgain = false
         while (isActive() && !shutdown.signal.aborted && inFlight.size < CONCURRENCY) {
           const wanted = CONCURRENCY - inFlight.size
-          const claimed = await queue.claim(wanted, leaseSeconds)
+          const claimed = await queue.claim(wanted, leaseSeconds, PER_WEBHOOK, full())
           for (const delivery of claimed) {
+            perWebhook.set(delivery.webhook_id, (perWebhook.get(delivery.webhook_id) ?? 0) + 1)
             const attempt = deliver(delivery)
               /* c8 ignore next -- the database failing mid-attempt: the delivery's lease ends, and it is claimed again */
               .catch((error: unknown) => log.warn({ err: error, deliveryId: delivery.id }, 'could not record a webhook delivery\'s attempt: it is tried again once its lease ends'))
               .finally(() => {
                 inFlight.delete(delivery.id)
+                const left = perWebhook.get(delivery.webhook_id)! - 1
+                if (left === 0) perWebhook.delete(delivery.webhook_id)
+                else perWebhook.set(delivery.webhook_id, left)
                 void deliverDue()
               })
             inFlight.set(delivery.id, attempt)

@@ -5,7 +5,7 @@ import { forbiddenRange, publicLookup, urlProblem } from '../../../lib/webhooks/
 t.test('the ranges a webhook may not reach, IPv4 and IPv6, an IPv4 address written as IPv6 by its own', async t => {
   for (const [address, range] of [['127.0.0.1', 'loopback'], ['10.0.0.1', 'private'], ['172.16.5.4', 'private'], ['192.168.1.1', 'private'],
     ['169.254.169.254', 'linkLocal'], ['100.64.0.1', 'carrierGradeNat'], ['0.0.0.0', 'unspecified'], ['224.0.0.1', 'multicast'],
-    ['::1', 'loopback'], ['fe80::1', 'linkLocal'], ['fd00:ec2::254', 'uniqueLocal'], ['::ffff:127.0.0.1', 'loopback'], ['::', 'unspecified']] as const) {
+    ['::1', 'loopback'], ['fe80::1', 'linkLocal'], ['fd00:ec2::254', 'uniqueLocal'], ['::ffff:127.0.0.1', 'loopback'], ['::', 'unspecified'], ['::127.0.0.1', 'loopback'], ['::7f00:1', 'ipv4Compatible'], ['::808:808', 'ipv4Compatible']] as const) {
     t.equal(forbiddenRange(address), range, address)
   }
   for (const address of ['93.184.215.14', '8.8.8.8', '2606:4700:4700::1111']) t.equal(forbiddenRange(address), undefined, `${address} is public`)

@@ -95,10 +95,12 @@ t.test('a URL that is not public is refused at creation, and at each delivery, u
     'http://10.1.2.3/': /a private address/,
     'http://192.168.0.1/': /a private address/,
     'http://169.254.169.254/latest/meta-data/': /a linkLocal address/,
-    'http://0.0.0.0/': /an? unspecified address/,
+    'http://0.0.0.0/': /an unspecified address/,
     'ftp://example.com/': /must be an http or https URL/,
     'https://user:secret@example.com/': /must hold no credentials/,
     'http://example.com:99999/': /must be an absolute URL/,
+    'http://example.com:0/': /must not name port 0/,
+    'http://[::127.0.0.1]/': /::7f00:1, an ipv4Compatible address/,
     'http://exa mple.com/': /must match format "uri"/
   }
   for (const [url, problem] of Object.entries(refused)) {
@@ -268,13 +270,16 @@ t.test('a delivery failing past WEBHOOK_RETRY_FOR has failed; sent again by hand
   await app.knex('webhooks').update({ failing_since: app.knex.raw('failing_since - interval \'1 minute\'') })
   t.ok(await within(5_000, async () => (await webhook()).enabled === false), 'disabled at its next failure')
   t.match(await webhook(), { enabled: false, disabled_reason: /^no delivery succeeded since \d{4}-/ })
+  const audited = await app.inject({ url: '/api/audit?resource[in]=webhook,webhook_delivery', headers: auth })
+  t.equal(audited.statusCode, 200, 'the audit log reads its entries')
+  t.ok(audited.json().data.some((entry: { action: string }) => entry.action === 'disable') && audited.json().data.some((entry: { action: string }) => entry.action === 'retry'), 'retry and disable among them')
   const paused = await app.inject({ method: 'POST', url: `/api/webhooks/${made.data.id}/deliveries/${failed.id}/retry`, headers: auth })
   t.equal(paused.statusCode, 409, 'a delivery of a disabled webhook is not sent again')
   t.match(paused.json(), { code: 'conflict', message: /disabled/ })
   t.equal((await app.inject({ method: 'PATCH', url: `/api/webhooks/${made.data.id}`, headers: auth, payload: { enabled: true } })).statusCode, 200)
   receiver.behaviour = () => ({ status: 200, delayMs: 1_000 })
   t.equal((await app.inject({ method: 'POST', url: `/api/webhooks/${made.data.id}/deliveries/${failed.id}/retry`, headers: auth })).statusCode, 202)
-  t.ok(await within(5_000, async () => receiver.received.length > 0 || (await app.knex('webhook_deliveries').where({ id: failed.id }).first('claimed_until')).claimed_until !== null), 'under way')
+  t.ok(await within(5_000, async () => (await app.knex('webhook_deliveries').where({ id: failed.id }).first('claimed_until')).claimed_until !== null), 'under way (its answer takes a second)')
   const twice = await app.inject({ method: 'POST', url: `/api/webhooks/${made.data.id}/deliveries/${failed.id}/retry`, headers: auth })
   t.equal(twice.statusCode, 409, 'nor while an attempt of it is under way')
   t.match(twice.json().message, /under way/)
@@ -351,4 +356,66 @@ t.test('odd endpoints and events: TLS to a plain port, an answer cut short, an e
   t.same(await log(made.data.id), [])
   t.equal(Number((await app.knex('webhook_attempts').count('* as n').first())!.n), 0)
   t.equal((await app.inject({ url: '/api/webhooks/2147483648', headers: auth })).statusCode, 404, 'an id past the column\'s is not found')
+})
+
+t.test('a webhook changed to other types is not sent, nor sent again, the events of those it took before', async t => {
+  const app = await build(t, local)
+  const admin = await userWithRoles(app, ['Admin'])
+  const failing = await startReceiver(t, () => ({ status: 503 }))
+  const theirs = await makeWebhook(app, admin.token, { url: failing.url, types: ['client.created'] })
+  t.equal((await app.inject({ method: 'POST', url: '/api/clients', headers: bearer(admin.token), payload: client })).statusCode, 201)
+  const log = async () => (await app.inject({ url: `/api/webhooks/${theirs.data.id}/deliveries`, headers: bearer(admin.token) })).json().data
+  t.ok(await within(5_000, async () => (await log())[0]?.attempts.length > 0), 'the client\'s event is pending, its endpoint failing')
+
+  // One who may not list clients points it elsewhere, at students.
+  await roleWithPermissions(app, 'Hooks', ['webhook-edit', 'webhook-list', 'event-list'])
+  const hooks = await userWithRoles(app, ['Hooks'])
+  const elsewhere = await startReceiver(t)
+  const changed = await app.inject({ method: 'PATCH', url: `/api/webhooks/${theirs.data.id}`, headers: bearer(hooks.token), payload: { url: elsewhere.url, types: ['student.created'] } })
+  t.equal(changed.statusCode, 200)
+  t.ok(await within(5_000, async () => (await log())[0]?.state === 'failed'), 'the client\'s delivery has failed')
+  t.match((await log())[0].attempts.at(-1), { status: null, error: 'the webhook no longer takes client.created' })
+  const again = await app.inject({ method: 'POST', url: `/api/webhooks/${theirs.data.id}/deliveries/${(await log())[0].id}/retry`, headers: bearer(hooks.token) })
+  t.equal(again.statusCode, 409)
+  t.match(again.json().message, /no longer takes client\.created/)
+  await new Promise(resolve => setTimeout(resolve, 300))
+  t.equal(elsewhere.received.length, 0, 'no client reached the new URL')
+})
+
+t.test('an endpoint that hangs does not hold up the others', async t => {
+  const app = await build(t, config => {
+    local(config)
+    config.webhooks.timeoutMs = 3_000
+  })
+  const admin = await userWithRoles(app, ['Admin'])
+  const hanging = await startReceiver(t, () => ({ status: 200, delayMs: 60_000 }))
+  await makeWebhook(app, admin.token, { url: hanging.url, types: ['student.created'] })
+  for (let i = 0; i < 20; i++) t.equal((await app.inject({ method: 'POST', url: '/students', payload: student(`Hung${i}`) })).statusCode, 201)
+  t.ok(await within(5_000, () => hanging.received.length === 0 && app.knex('webhook_attempts').count('* as n').first().then(() => true)))
+  const healthy = await startReceiver(t)
+  const made = await makeWebhook(app, admin.token, { url: healthy.url, types: ['student.created'] })
+  const sent = Date.now()
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Quick') })).statusCode, 201)
+  t.ok(await within(2_000, () => healthy.received.length === 1), 'the healthy endpoint gets its event at once, however many wait for the other')
+  t.ok(Date.now() - sent < 2_000)
+  t.match(healthy.delivered(made.secret), [{ data: { name: 'Quick' } }])
+})
+
+t.test('a disabled webhook\'s pending deliveries wait, and its log shows them so', async t => {
+  const app = await build(t, local)
+  const admin = await userWithRoles(app, ['Admin'])
+  const receiver = await startReceiver(t, () => ({ status: 503 }))
+  const made = await makeWebhook(app, admin.token, { url: receiver.url, types: ['student.created'] })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: student('Ada') })).statusCode, 201)
+  t.ok(await within(5_000, () => receiver.received.length > 0))
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/webhooks/${made.data.id}`, headers: bearer(admin.token), payload: { enabled: false } })).statusCode, 200)
+  const waiting = await app.inject({ url: `/api/webhooks/${made.data.id}/deliveries`, headers: bearer(admin.token) })
+  t.equal(waiting.statusCode, 200)
+  t.match(waiting.json().data, [{ state: 'pending', next_attempt_at: null }], 'pending, for no time')
+  const seen = receiver.received.length
+  await new Promise(resolve => setTimeout(resolve, 500))
+  t.equal(receiver.received.length, seen, 'not sent')
+  receiver.behaviour = () => ({ status: 200 })
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/webhooks/${made.data.id}`, headers: bearer(admin.token), payload: { enabled: true } })).statusCode, 200)
+  t.ok(await within(5_000, () => receiver.delivered(made.secret).length === 1), 'enabled again, it is sent')
 })

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
 import { MAX_POSITION } from '../../../../lib/http/limits.js'
 import { Envelope, errorResponses, ListResponse, NotModified, ReadHeaders, Timestamp, TOKEN_OR_KEY } from '../../../../schemas/common.js'
+import { AUDIT_ACTIONS } from '../../../../plugins/app/audit.js'
 
 export const auditTag = { name: 'audit', description: 'The audit log: one entry per change to users, roles, clients, API keys and sessions' }
 
@@ -16,9 +17,9 @@ export const AuditEntry = Type.Object({
   session_id: Id('The session they acted in, if any'),
   ip: Type.Union([Type.String(), Type.Null()], { description: 'The client\'s address: the connection\'s, or, from a proxy named in TRUST_PROXY, the right-most X-Forwarded-For address that is not a trusted proxy\'s' }),
   request_id: Type.Union([Type.String(), Type.Null()], { description: 'The request\'s id, as its log lines and its `X-Request-Id` carry it' }),
-  action: Type.Union(['create', 'update', 'delete', 'revoke', 'login', 'login-failed', 'logout', 'end', 'refresh-reuse'].map(action => Type.Literal(action)), { description: 'What was done' }),
+  action: Type.Union(AUDIT_ACTIONS.map(action => Type.Literal(action)), { description: 'What was done: `retry` is a webhook delivery sent again by hand, `disable` a webhook the service disabled' }),
   // A string, not an enum: a resource added to the service is audited with no change here.
-  resource: Type.String({ description: 'To what: `student`, `client`, `role`, `user`, `key`, `session`, or a resource added since', examples: ['student'] }),
+  resource: Type.String({ description: 'To what: `student`, `client`, `role`, `user`, `key`, `session`, `webhook`, `webhook_delivery`, or a resource added since', examples: ['student'] }),
   resource_id: Id('Its id; null for a failed login'),
   before: Fields('Of an update, the fields that changed as they were; of a delete or a revoke, the whole record; a secret (`password`) shows as `[redacted]`'),
   after: Fields('Of an update, the fields that changed as they became; of a create, the whole record; of a session\'s event, what it was')

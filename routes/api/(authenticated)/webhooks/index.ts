@@ -41,7 +41,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
       } catch {
         problems.url = ['must be an absolute URL (a port up to 65535, a host name or an IP address)']
       }
-      const problem = parsed && await urlProblem(parsed, allowPrivate)
+      if (parsed?.port === '0') problems.url = ['must not name port 0']
+      const problem = parsed && problems.url === undefined ? await urlProblem(parsed, allowPrivate) : undefined
       if (problem !== undefined) problems.url = [problem]
     }
     const unknown = (types ?? []).filter(type => !fastify.followedResources.has(resourceOf(type)))
@@ -71,8 +72,8 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: webhookSchemas.store, onRequest: fastify.can('webhook-create') }, async (request, reply) => {
-    await check(request.body)
     mayReceive(request, request.body.types)
+    await check(request.body)
     let secret = ''
     // Not replayed: the answer holds the secret, which is never answered twice.
     await request.createRecord(reply, kind, async trx => {
@@ -87,6 +88,13 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.patch('/:id', { schema: webhookSchemas.update, onRequest: fastify.can('webhook-edit') }, async (request, reply) => {
     const { id } = request.params
     const { body } = request
+    // Who may not send its events elsewhere learns nothing of the URL they gave (how an
+    // internal name resolves): refused first, and again under the lock.
+    if (body.url !== undefined || body.types !== undefined) {
+      const current = await repository.find(id)
+      if (!current) throw missing(id)
+      mayReceive(request, body.types ?? current.types)
+    }
     await check(body)
     const webhook = await request.updateRecord(reply, kind, id, (trx, before) => {
       if (body.url !== undefined || body.types !== undefined) mayReceive(request, body.types ?? before.types)
@@ -129,6 +137,7 @@ const webhooks: FastifyPluginAsyncTypebox = async (fastify) => {
       if (!found) throw notFound(`Delivery ${delivery} of webhook ${id} not found`)
       if (found === 'in flight') throw conflict(`An attempt of delivery ${delivery} is under way: its outcome is in the log within WEBHOOK_TIMEOUT`)
       if (found === 'disabled') throw conflict(`Webhook ${id} is disabled: enable it (PATCH {"enabled": true}), and its pending deliveries are sent`)
+      if ('notTaken' in found) throw conflict(`Webhook ${id} no longer takes ${found.notTaken}: its delivery is not sent again`)
       return { result: found, events: [{ action: 'retry', resource: 'webhook_delivery', id: delivery, after: { webhook_id: id, event_id: found.event_id } }] }
     })
     fastify.webhookDispatcher.wake()

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { eventType } from '../../../../lib/db/event-type.js'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import { isoText } from '../../../../lib/db/pg-types.js'
 import { LAST_DRAWN } from '../../../../lib/db/settled-position.js'
@@ -26,7 +27,8 @@ export function webhooksRepository (database: Database) {
       'duration_ms', a.duration_ms, 'response', a.response) order by a.id), '[]') from (select * from webhook_attempts
       where delivery_id = webhook_deliveries.id order by id desc limit ${ATTEMPTS_SHOWN}) a) as attempts`
   const deliveryColumns = ['id', knex.raw('event_id::float8 as event_id'), 'state',
-    knex.raw('case when state = \'pending\' then next_attempt_at end as next_attempt_at'), 'created_at', knex.raw(attempts)]
+    // A disabled webhook's pending deliveries wait at infinity: not a time to show.
+    knex.raw('case when state = \'pending\' and next_attempt_at <> \'infinity\' then next_attempt_at end as next_attempt_at'), 'created_at', knex.raw(attempts)]
   const deliveries = keysetTable<Delivery>(database, {
     name: 'webhook_deliveries',
     rows: knex => knex('webhook_deliveries'),
@@ -120,16 +122,20 @@ export function webhooksRepository (database: Database) {
     },
 
     /**
-     * The delivery of the webhook, made pending and due at once; none if there is none; `busy`
-     * if an attempt of it is in flight, or its webhook disabled (nothing would send it).
+     * The delivery of the webhook, made pending and due at once; none if there is none; what
+     * keeps it from being sent, if anything: an attempt of it in flight, its webhook disabled,
+     * or a type its webhook no longer takes (one who changed the webhook since may not read it).
      */
-    async retry (webhookId: number, deliveryId: number, trx: Knex): Promise<Delivery | 'in flight' | 'disabled' | undefined> {
+    async retry (webhookId: number, deliveryId: number, trx: Knex): Promise<Delivery | 'in flight' | 'disabled' | { notTaken: string } | undefined> {
       const found = await trx('webhook_deliveries as d').join('webhooks as w', 'w.id', 'd.webhook_id')
+        .leftJoin('change_outbox as o', 'o.id', 'd.event_id')
         .where({ 'd.id': deliveryId, 'd.webhook_id': webhookId })
-        .first('w.enabled', trx.raw('coalesce(d.claimed_until > now(), false) as in_flight')).forUpdate('d')
+        .first('w.enabled', trx.raw('coalesce(d.claimed_until > now(), false) as in_flight'),
+          trx.raw(`o.id is null or ${eventType('o')} = any (w.types) as taken`), trx.raw(`${eventType('o')} as type`)).forUpdate('d')
       if (found === undefined) return undefined
       if (found.in_flight === true) return 'in flight'
       if (found.enabled !== true) return 'disabled'
+      if (found.taken !== true) return { notTaken: found.type as string }
       await trx('webhook_deliveries').where({ id: deliveryId }).update({ state: 'pending', next_attempt_at: trx.fn.now() })
       return deliveries.find(deliveryId, trx)
     }

@@ -67,7 +67,9 @@ const CLAIM = `with claimed as (update webhook_deliveries d set attempts = d.att
 const FINISH = `with attempt as (update webhook_deliveries set
       state = case when $2 then 'delivered'
         when $8 or created_at + make_interval(secs => $6) < now() + make_interval(secs => $7) then 'failed' else 'pending' end,
-      next_attempt_at = now() + make_interval(secs => $7), claimed_until = null
+      -- A webhook disabled meanwhile: its pending deliveries wait, as the others of it do.
+      next_attempt_at = case when (select enabled from webhooks w where w.id = webhook_id) then now() + make_interval(secs => $7) else 'infinity' end,
+      claimed_until = null
     where id = $1 and state = 'pending' and attempts = $9 returning id),
   logged as (insert into webhook_attempts (delivery_id, status, error, duration_ms, response)
     select id, $3, $4, $5, $10 from attempt)

@@ -79,8 +79,8 @@ export function webhooksRepository (database: Database) {
     },
 
     /**
-     * The webhook as changed, in the write path's transaction. Disabled, its pending deliveries
-     * wait. Enabled again, its failures are forgotten, its pending deliveries are due, and it
+     * The webhook as changed, in the write path's transaction. At another URL, it is failing no
+     * longer. Disabled, its pending deliveries wait. Enabled again, its failures are forgotten, its pending deliveries are due, and it
      * takes the events from then on: none of the time it was disabled.
      */
     async update (before: Webhook, { enabled, ...changes }: WebhookChange, trx: Knex): Promise<Versioned<Webhook>> {
@@ -92,8 +92,10 @@ export function webhooksRepository (database: Database) {
           .update({ next_attempt_at: enabled ? trx.fn.now() : 'infinity' })
       }
       const reenabled = switched && enabled ? { failing_since: null, last_failure_at: null, disabled_reason: null, after_position: trx.raw(LAST_DRAWN) } : {}
+      // Another endpoint has failed nothing yet.
+      const moved = changes.url !== undefined && changes.url !== before.url ? { failing_since: null, last_failure_at: null } : {}
       const [webhook] = await trx('webhooks').where({ id })
-        .update({ ...changes, ...(switched ? { enabled } : {}), ...reenabled, updated_at: trx.fn.now() })
+        .update({ ...changes, ...(switched ? { enabled } : {}), ...reenabled, ...moved, updated_at: trx.fn.now() })
         .returning(columnsWithVersion)
       return webhook as Versioned<Webhook>
     },

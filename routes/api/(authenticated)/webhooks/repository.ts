@@ -27,8 +27,10 @@ export function webhooksRepository (database: Database) {
       'duration_ms', a.duration_ms, 'response', a.response) order by a.id), '[]') from (select * from webhook_attempts
       where delivery_id = webhook_deliveries.id order by id desc limit ${ATTEMPTS_SHOWN}) a) as attempts`
   const deliveryColumns = ['id', knex.raw('event_id::float8 as event_id'), 'state',
-    // A disabled webhook's pending deliveries wait at infinity: not a time to show.
-    knex.raw('case when state = \'pending\' and next_attempt_at <> \'infinity\' then next_attempt_at end as next_attempt_at'), 'created_at', knex.raw(attempts)]
+    // A disabled webhook's pending deliveries wait (at infinity, or at a time an attempt under
+    // way as it was disabled set): no time to show.
+    knex.raw(`case when state = 'pending' and next_attempt_at <> 'infinity' and (select enabled from webhooks w where w.id = webhook_deliveries.webhook_id)
+      then next_attempt_at end as next_attempt_at`), 'created_at', knex.raw(attempts)]
   const deliveries = keysetTable<Delivery>(database, {
     name: 'webhook_deliveries',
     rows: knex => knex('webhook_deliveries'),

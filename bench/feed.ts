@@ -3,8 +3,8 @@
 // how many webhook deliveries a second two instances send to a receiver on this machine.
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type pg from 'pg'
-import { start, stop } from './harness.js'
+import pg from 'pg'
+import { anotherDatabase, start, stop, type BenchDatabase, type Server } from './harness.js'
 
 export interface FeedFigures {
   /** Writes answered 201 a second, and those answered otherwise. */
@@ -45,14 +45,19 @@ async function follow (url: string, token: string, arrived: (email: string) => v
 /**
  * Writes `rate` students a second for `seconds`, half through each of two instances, while a
  * stream on each follows the feed; then inserts `events` events at once and measures how fast
- * two instances deliver them to a webhook. `token` is an Admin's.
+ * two instances deliver them to a webhook. On a database of its own on `server`: any other
+ * instance of the service on the benchmark's database would claim deliveries too (and, not
+ * allowed private addresses, fail them all to the receiver on 127.0.0.1).
  */
-export async function benchFeed (env: NodeJS.ProcessEnv, db: pg.Client, token: string, { rate = 1_000, seconds = 10, events = 20_000 } = {}): Promise<FeedFigures> {
-  const instances = [
-    await start('feed instance A', ['dist/server.js'], { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' }),
-    await start('feed instance B', ['dist/server.js'], { ...env, WEBHOOK_ALLOW_PRIVATE: 'true' })
-  ]
+export async function benchFeed (server: BenchDatabase['server'], { rate = 1_000, seconds = 10, events = 20_000 } = {}): Promise<FeedFigures> {
+  const { database, env: base, drop } = await anotherDatabase(server)
+  const env = { ...base, WEBHOOK_ALLOW_PRIVATE: 'true' }
+  const instances: Server[] = []
+  const db = new pg.Client({ ...server, database })
   try {
+    instances.push(await start('feed instance A', ['dist/server.js'], env), await start('feed instance B', ['dist/server.js'], env))
+    await db.connect()
+    const token = await adminToken(instances[0]!.url, db)
     // Lag: every write's answer, and its message on each stream.
     const answered = new Map<string, number>()
     const arrivals = new Map<string, number[]>()
@@ -135,5 +140,19 @@ export async function benchFeed (env: NodeJS.ProcessEnv, db: pg.Client, token: s
     }
   } finally {
     for (const instance of instances) await stop(instance)
+    await db.end()
+    await drop()
   }
+}
+
+/** A token of a user registered on `url` and made an Admin. */
+async function adminToken (url: string, db: pg.Client): Promise<string> {
+  const credentials = { email: 'feed@example.com', password: 'a benchmark password' }
+  const json = (body: unknown) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
+  const registered = await fetch(`${url}/api/register`, json({ name: 'Feed', ...credentials, c_password: credentials.password }))
+  if (registered.status !== 201) throw new Error(`register: ${registered.status} ${await registered.text()}`)
+  await db.query('insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = $1 and r.name = \'Admin\'', [credentials.email])
+  const login = await fetch(`${url}/api/login`, json(credentials))
+  if (login.status !== 200) throw new Error(`login: ${login.status} ${await login.text()}`)
+  return (await login.json() as { data: string }).data
 }

@@ -66,7 +66,19 @@ export async function benchDatabase (): Promise<BenchDatabase> {
     user: process.env.DB_USER ?? 'postgres',
     password: process.env.DB_PASSWORD ?? ''
   }
-  const database = `bench_${Date.now()}`
+  const fresh = await anotherDatabase(server)
+  return {
+    ...fresh,
+    async drop () {
+      await fresh.drop()
+      if (startedEmbedded) await embedded?.stop()
+    }
+  }
+}
+
+/** Another fresh database on the same server, for a measurement no other process may touch. */
+export async function anotherDatabase (server: BenchDatabase['server']): Promise<BenchDatabase> {
+  const database = `bench_${Date.now()}_${randomBytes(3).toString('hex')}`
   const admin = new pg.Client(server)
   await admin.connect()
   await admin.query(`create database ${database}`)
@@ -92,7 +104,6 @@ export async function benchDatabase (): Promise<BenchDatabase> {
       await cleanup.connect()
       await cleanup.query(`drop database if exists ${database} with (force)`)
       await cleanup.end()
-      if (startedEmbedded) await embedded?.stop()
     }
   }
 }

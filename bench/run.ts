@@ -253,11 +253,9 @@ try {
   // Before the million students, whose exact counts run on after their rounds and would weigh on it.
   let feed: FeedFigures | undefined
   if (chosen('change feed')) {
-    await db.query('insert into user_roles (user_id, role_id) select u.id, r.id from users u, roles r where u.email = \'bench@example.com\' and r.name = \'Admin\'')
-    const adminToken = (await (await fetch(`${service.url}/api/login`, json({ email: 'bench@example.com', password }))).json() as { data: string }).data
     console.error('measuring the change feed')
     // 20,000 deliveries take some 40 s here: a smoke's short rounds send a tenth.
-    feed = await benchFeed(env, db, adminToken, { rate: 1_000, seconds: SECONDS * REPEAT, events: SECONDS >= 5 ? 20_000 : 2_000 })
+    feed = await benchFeed(server, { rate: 1_000, seconds: SECONDS * REPEAT, events: SECONDS >= 5 ? 20_000 : 2_000 })
   }
   // DELETE last, each request removing another of the rows seeded for it: enough for 40,000
   // a second throughout, whatever the durations.

@@ -5,15 +5,19 @@ import { oncePerDatabase } from './once-per-database.js'
 // The last position drawn (db/migrations/20261204000000_change_positions.ts).
 /** The last position drawn, as an SQL expression: 0 before any. */
 export const LAST_DRAWN = '(select case when is_called then last_value else 0 end from change_positions)'
-const DRAWN = `select ${LAST_DRAWN}::float8 as drawn`
-// The transactions that hold a transaction id, read after that: every one that drew up to it
-// took its id first. Not a snapshot's in-flight ones (pg_snapshot_xip), which leave out those
-// whose ids are past the last to end; nor pg_xact_status(), which says committed a moment
-// before snapshots see it so. A backend's id is cleared as its transaction ends for every
-// snapshot, and pg_stat_activity shows it to every role. Of this database only: another's
-// transactions draw no position here. (A prepared transaction of two-phase commit holds its id
-// apart from any backend: not supported beside the feed.)
-const IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where backend_xid is not null and datname = current_database()'
+// The last position drawn, then the transactions that hold a transaction id, in one
+// statement: the subquery refers to the position read, so it runs after that read. Every
+// transaction that drew up to it took its id first. Not a snapshot's in-flight ones
+// (pg_snapshot_xip), which leave out those whose ids are past the last to end; nor
+// pg_xact_status(), which says committed a moment before snapshots see it so. A backend's id
+// is cleared as its transaction ends for every snapshot, and pg_stat_activity shows it to
+// every role. Of this database only: another's transactions draw no position here. (A
+// prepared transaction of two-phase commit holds its id apart from any backend: not
+// supported beside the feed.) One round trip: under load each waits its turn in the pool.
+const DRAWN_AND_IN_FLIGHT = `select newest.drawn::float8 as drawn,
+    (select coalesce(array_agg(pid || ':' || backend_xid), '{}') from pg_stat_activity
+      where backend_xid is not null and datname = current_database() and newest.drawn is not null) as xids
+  from (select ${LAST_DRAWN} as drawn offset 0) newest`
 // Those of them still in flight.
 const STILL_IN_FLIGHT = 'select coalesce(array_agg(pid || \':\' || backend_xid), \'{}\') as xids from pg_stat_activity where pid || \':\' || backend_xid = any($1::text[])'
 
@@ -34,8 +38,8 @@ const LONGEST_WAIT_MS = 50
  */
 export function settledPositions (pool: pg.Pool): () => Promise<number> {
   async function measure (): Promise<number> {
-    const { drawn } = (await pool.query<{ drawn: number }>(DRAWN)).rows[0]!
-    let { xids } = (await pool.query<{ xids: string[] }>(IN_FLIGHT)).rows[0]!
+    const { drawn, xids: inFlight } = (await pool.query<{ drawn: number, xids: string[] }>(DRAWN_AND_IN_FLIGHT)).rows[0]!
+    let xids = inFlight
     for (let wait = FIRST_WAIT_MS; xids.length > 0; wait = Math.min(wait * 2, LONGEST_WAIT_MS)) {
       await sleep(wait)
       xids = (await pool.query<{ xids: string[] }>(STILL_IN_FLIGHT, [xids])).rows[0]!.xids

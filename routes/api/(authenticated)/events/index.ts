@@ -10,7 +10,7 @@ import { eventListFields, eventSchemas, eventSharedSchemas, eventsTag } from './
 const STREAM_PAGE = 500
 /** How long a client waits before reconnecting to a stream that ended, in milliseconds (the stream's `retry`). */
 const RECONNECT_MS = 2_000
-/** How many events a stream's read examines at most, for each one it may send, when filtered. */
+/** How many positions a filtered stream's read spans at most, for each event it may send. */
 const SCAN_FACTOR = 10
 /** How long a stream lasts at most before the client reconnects, and its caller is checked again. */
 const STREAM_LIFETIME_MS = 5 * 60_000
@@ -39,15 +39,16 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
     const through = await changeFeed.settled()
     // A page that is not full holds every matching event up to `through`: a consumer takes an
     // empty page for "caught up". (A filter that matches few reads far for its page: a
-    // stream's reads, which loop on their own, stop at so many events and go on from there.)
+    // stream's reads, which loop on their own, span so many positions and go on from there.)
     const page = await repository.page({ ...list, filters: visible(request, list.filters) }, through)
     // After the read: a sweep that committed before it is seen here.
-    if (after > 0 && after < await repository.sweptThrough()) throw expired(after)
+    const { lastId, swept } = await repository.standing(through)
+    if (after > 0 && after < swept) throw expired(after)
     // Once every event up to the settled position is shown, the next page starts at the last
     // event there is up to it: a consumer polls from it, and a filter that matched none there
     // is not read again. (Not the settled position itself: one drawn by a transaction that
     // never committed may be drawn again after a crash.)
-    page.next ??= { values: [], id: Math.max(after, await repository.lastIdThrough(through)) }
+    page.next ??= { values: [], id: Math.max(after, lastId) }
     return fastify.lists.send(reply, list, page, { path: fastify.prefix, envelope: true })
   })
 
@@ -77,10 +78,11 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
     // From the first wait on: a client that leaves meanwhile is gone when the stream begins.
     reply.raw.on('close', () => end(true))
 
-    if (from !== undefined && from > 0 && from < await repository.sweptThrough()) throw expired(from)
+    const standing = await repository.standing(from ?? await changeFeed.settled())
+    if (from !== undefined && from > 0 && from < standing.swept) throw expired(from)
     // A position of an event that exists: a position drawn by a transaction that never
     // committed may be drawn again after a crash, and the event then would come before it.
-    let position = from ?? await repository.lastIdThrough(await changeFeed.settled())
+    let position = from ?? standing.lastId
     if (state.ended) return reply
     let through = position
     unfollow = changeFeed.follow({
@@ -118,9 +120,11 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
       let told = from ?? -1
       while (!state.ended) {
         const start = position
-        // Page by page, a bounded scan at a time, up to what was measured (or the end).
+        // Page by page, a bounded scan at a time, up to what was measured (or the end). A
+        // filtered read scans a span of positions (audit entries draw some too: it holds at
+        // most that many events), so that a filter matching few reads no more a page.
         while (!state.ended) {
-          const bound = read.filters.length === 0 ? upTo : await repository.scanBound(position, upTo, STREAM_PAGE * SCAN_FACTOR)
+          const bound = read.filters.length === 0 ? upTo : Math.min(upTo, position + STREAM_PAGE * SCAN_FACTOR)
           const page = await repository.page({ ...read, after: { values: [], id: position } }, bound)
           for (const row of page.rows) {
             if (state.ended) return
@@ -133,8 +137,9 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
         }
         // Events after where this read began swept meanwhile (a client held back for long):
         // the reconnect is answered 410. (From the beginning, 0, the oldest kept is the beginning.)
-        if (start > 0 && start < await repository.sweptThrough()) return end(false)
-        position = Math.max(position, await repository.lastIdThrough(upTo))
+        const { lastId, swept } = await repository.standing(upTo)
+        if (start > 0 && start < swept) return end(false)
+        position = Math.max(position, lastId)
         // Where the stream stands, though no event matched: an id without data moves the
         // client's Last-Event-ID without an event (EventSource), so a reconnect scans no more.
         if (position > told && !state.ended) {

@@ -18,19 +18,22 @@ export interface ClaimedDelivery {
   event: { id: number } & Record<string, unknown> | null
 }
 
-/** How many events the fan-out reads at a time. */
-const FAN_OUT_BATCH = 5_000
+/** How many positions the fan-out spans at a time (audit entries draw some too: at most that many events). */
+const FAN_OUT_SPAN = 5_000
 
 // One instance at a time holds the reader's row (SKIP LOCKED: another, finding it held, goes
-// on): the events after its position, up to the settled one (`$1`) or FAN_OUT_BATCH of them,
-// become a delivery for each enabled webhook that takes their type and was made before them,
-// and the position moves past them, in one statement.
+// on): the events after its position, up to the settled one (`$1`) or FAN_OUT_SPAN positions
+// on, become a delivery for each enabled webhook that takes their type and was made before
+// them, and the position moves past them, in one statement. It starts past the positions
+// drawn before every enabled webhook was made: the first webhook of a database whose feed
+// has run long without one is not a long walk.
 const FAN_OUT = `with reader as (select position from feed_readers where name = 'webhooks' for update skip locked),
-  bound as (select coalesce((select o.id from change_outbox o where o.id > reader.position and o.id <= $1 order by o.id offset ${FAN_OUT_BATCH - 1} limit 1), $1) as through from reader),
+  bound as (select start.after, least($1, start.after + ${FAN_OUT_SPAN}) as through from (select greatest(reader.position,
+    coalesce((select min(after_position) from webhooks where enabled), reader.position)) as after from reader) start),
   fanned as (insert into webhook_deliveries (webhook_id, event_id)
-    select w.id, o.id from reader, bound, change_outbox o
+    select w.id, o.id from bound, change_outbox o
       join webhooks w on w.enabled and o.id > w.after_position and ${eventType('o')} = any (w.types)
-      where o.id > reader.position and o.id <= bound.through
+      where o.id > bound.after and o.id <= bound.through
     on conflict do nothing returning 1),
   moved as (update feed_readers set position = bound.through from bound, reader
     where name = 'webhooks' and bound.through > reader.position returning feed_readers.position)
@@ -118,7 +121,7 @@ export function deliveryQueue (pool: pg.Pool) {
     /**
      * Gives the events up to `through` their deliveries, unless another instance does so now
      * (`held` false): where the fan-out stands after (short of `through` when there were more
-     * events than a batch), and how many deliveries it made.
+     * positions than FAN_OUT_SPAN), and how many deliveries it made.
      */
     async fanOut (through: number): Promise<{ held: boolean, position: number | null, fanned: number }> {
       const { rows } = await pool.query<{ held: boolean, position: number | null, fanned: number }>(FAN_OUT, [through])

@@ -134,7 +134,9 @@ export const pairedRatio = (a: number[], b: number[]) => median(a.map((rate, i) 
 
 /**
  * A warm-up run on each target, then `repeat` rounds of one run on each target in turn, so
- * that the machine's drift over minutes falls on every target alike; per target, the median
+ * that the machine's drift over minutes falls on every target alike, in the reverse order
+ * every other round, so that what one target's run leaves behind (autovacuum of the rows it
+ * wrote, a checkpoint) does not always fall on the run after it; per target, the median
  * of each figure, errors summed. `afterRound` runs at the end of each round, for whatever
  * else is to be measured in the same rounds.
  */
@@ -148,7 +150,9 @@ export async function measure (
   if (opts.warmup > 0) for (const target of targets) await run(target, opts.warmup)
   const runs: Figures[][] = targets.map(() => [])
   for (let i = 0; i < opts.repeat; i++) {
-    for (const [t, target] of targets.entries()) runs[t]!.push(await run(target, opts.seconds))
+    const order = [...targets.entries()]
+    if (i % 2 === 1) order.reverse()
+    for (const [t, target] of order) runs[t]!.push(await run(target, opts.seconds))
     await afterRound()
   }
   return runs.map(figures => ({

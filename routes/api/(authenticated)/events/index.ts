@@ -10,8 +10,8 @@ import { eventListFields, eventSchemas, eventSharedSchemas, eventsTag } from './
 const STREAM_PAGE = 500
 /** How long a client waits before reconnecting to a stream that ended, in milliseconds (the stream's `retry`). */
 const RECONNECT_MS = 2_000
-/** How many positions a filtered stream's read spans at most, for each event it may send. */
-const SCAN_FACTOR = 10
+/** How many events a filtered stream's read examines at most. */
+const SCAN = STREAM_PAGE * 10
 /** How long a stream lasts at most before the client reconnects, and its caller is checked again. */
 const STREAM_LIFETIME_MS = 5 * 60_000
 
@@ -39,7 +39,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
     const through = await changeFeed.settled()
     // A page that is not full holds every matching event up to `through`: a consumer takes an
     // empty page for "caught up". (A filter that matches few reads far for its page: a
-    // stream's reads, which loop on their own, span so many positions and go on from there.)
+    // stream's reads, which loop on their own, stop at so many events and go on from there.)
     const page = await repository.page({ ...list, filters: visible(request, list.filters) }, through)
     // After the read: a sweep that committed before it is seen here.
     const { lastId, swept } = await repository.standing(through)
@@ -120,11 +120,13 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
       let told = from ?? -1
       while (!state.ended) {
         const start = position
-        // Page by page, a bounded scan at a time, up to what was measured (or the end). A
-        // filtered read scans a span of positions (audit entries draw some too: it holds at
-        // most that many events), so that a filter matching few reads no more a page.
+        // Page by page, a bounded scan at a time, up to what was measured (or the end): a
+        // filtered read far behind stops at the SCAN-th event on (an event: its position may
+        // be told), so that a filter matching few reads no more a page; a stream that keeps up
+        // (no more positions to read than that) reads on to the end at once, with no round
+        // trip to ask where to stop.
         while (!state.ended) {
-          const bound = read.filters.length === 0 ? upTo : Math.min(upTo, position + STREAM_PAGE * SCAN_FACTOR)
+          const bound = read.filters.length === 0 || upTo - position <= SCAN ? upTo : await repository.scanBound(position, upTo, SCAN)
           const page = await repository.page({ ...read, after: { values: [], id: position } }, bound)
           for (const row of page.rows) {
             if (state.ended) return

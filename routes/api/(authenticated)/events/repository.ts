@@ -53,6 +53,17 @@ function createEventsRepository (database: Database) {
     },
 
     /**
+     * Where a filtered read of the events after `after` stops: at `through`, or sooner, at the
+     * `rows`-th event after `after`, so that a filter matching few reads no more than that many
+     * a page; the next page goes on from there.
+     */
+    async scanBound (after: number, through: number, rows: number): Promise<number> {
+      const { rows: [bound] } = await database.pool.query<{ id: number }>(
+        'select id::float8 as id from change_outbox where id > $1 and id <= $2 order by id offset $3 limit 1', [after, through, rows - 1])
+      return bound?.id ?? through
+    },
+
+    /**
      * Where the events stand at `through`, in one statement: the id of the last event at or
      * before it (0 if none), and the highest position the retention sweep deleted (a reader
      * after an earlier one may have missed events).

@@ -304,3 +304,35 @@ t.test('a filtered stream crosses long runs of positions that hold no event, and
   const events = (await app.knex('change_outbox').where({ resource: 'student' }).orderBy('id').pluck('id')).map(String)
   t.same(told, events, 'Ada\'s and Bob\'s events, and no position a crash could draw again for another event')
 })
+
+t.test('events swept between two pages of a stream held back are not skipped: the stream ends, and its reconnect is 410', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  // 1,500 events of 10 KB (three pages): a client that does not read holds the stream within the first.
+  await app.knex.raw(`insert into change_outbox (resource, resource_id, action, data)
+    select 'probe', n, 'update', jsonb_build_object('text', repeat('x', 10000)) from generate_series(1, 1500) n`)
+  const ids = (await app.knex('change_outbox').orderBy('id').pluck('id')).map(Number)
+  const address = await app.listen({ port: 0, host: '127.0.0.1' })
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    http.get(`${address}/api/events/stream?after=0`, { headers: bearer(admin.token), agent: false }, resolve).on('error', reject)
+  })
+  res.pause()
+  await new Promise(resolve => setTimeout(resolve, 500))
+  // The retention sweep, meanwhile, of the second page's events.
+  await app.knex('change_outbox').whereBetween('id', [ids[500]!, ids[999]!]).delete()
+  await app.knex('swept_positions').where({ source: 'change_outbox' }).update({ through: ids[999]! })
+  res.setEncoding('utf8')
+  let text = ''
+  res.on('data', (chunk: string) => { text += chunk })
+  res.resume()
+  const closed = new Promise(resolve => res.on('close', resolve))
+  await Promise.race([closed, new Promise(resolve => setTimeout(resolve, 5_000))])
+  res.destroy()
+  const told = [...text.matchAll(/^id: (\d+)$/gm)].map(match => Number(match[1]))
+  t.same(told, ids.slice(0, 500), 'the first page, then the end: none of the third page past the swept second')
+  const reconnect = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    http.get(`${address}/api/events/stream`, { headers: { ...bearer(admin.token), 'last-event-id': String(told.at(-1)) }, agent: false }, resolve).on('error', reject)
+  })
+  reconnect.destroy()
+  t.equal(reconnect.statusCode, 410, 'the client learns it missed events')
+})

@@ -119,7 +119,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
       // Said once at least, for a stream from now (0: the beginning, on an empty feed).
       let told = from ?? -1
       while (!state.ended) {
-        const start = position
+        let standing = { lastId: 0, swept: 0 }
         // Page by page, a bounded scan at a time, up to what was measured (or the end): a
         // filtered read far behind stops at the SCAN-th event on (an event: its position may
         // be told), so that a filter matching few reads no more a page; a stream that keeps up
@@ -128,6 +128,11 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
         while (!state.ended) {
           const bound = read.filters.length === 0 || upTo - position <= SCAN ? upTo : await repository.scanBound(position, upTo, SCAN)
           const page = await repository.page({ ...read, after: { values: [], id: position } }, bound)
+          // After the read and before its rows go: events after where it began swept meanwhile
+          // (a client held back for long) are missing from it, so the stream ends there, and
+          // the reconnect is answered 410. (From the beginning, 0, the oldest kept is the beginning.)
+          standing = await repository.standing(upTo)
+          if (position > 0 && position < standing.swept) return end(false)
           for (const row of page.rows) {
             if (state.ended) return
             await send(`id: ${row.id}\ndata: ${row.json}\n\n`)
@@ -137,11 +142,7 @@ const events: FastifyPluginAsyncTypebox = async (fastify) => {
           else if (bound < upTo) position = bound
           else break
         }
-        // Events after where this read began swept meanwhile (a client held back for long):
-        // the reconnect is answered 410. (From the beginning, 0, the oldest kept is the beginning.)
-        const { lastId, swept } = await repository.standing(upTo)
-        if (start > 0 && start < swept) return end(false)
-        position = Math.max(position, lastId)
+        position = Math.max(position, standing.lastId)
         // Where the stream stands, though no event matched: an id without data moves the
         // client's Last-Event-ID without an event (EventSource), so a reconnect scans no more.
         if (position > told && !state.ended) {

@@ -23,11 +23,13 @@ t.test('an instance killed mid-delivery: another sends the delivery once its lea
   t.ok(await within(10_000, () => requests === 1), 'its first attempt reached the receiver')
   one.kill()
 
-  const started = Date.now()
   const two = await startServer(env)
   t.teardown(() => two.kill())
+  // From the other instance's start (which a loaded machine slows by seconds): the lease, taken
+  // before the kill, ends within WEBHOOK_TIMEOUT and 5 s of it.
+  const started = Date.now()
   t.ok(await within(20_000, () => receiver.received.length === 1), 'the other instance sent it')
-  t.ok(Date.now() - started < 15_000, 'once the lease (WEBHOOK_TIMEOUT and 5 s) ended')
+  t.ok(Date.now() - started < 10_000, 'once the lease (WEBHOOK_TIMEOUT and 5 s) ended')
   const [event] = receiver.delivered(made.body.secret)
   t.match(event, { type: 'student.created', data: { name: 'Ada' } })
   const log = await fetch(`${two.url}/api/webhooks/${made.body.data.id}/deliveries`, { headers: { authorization: `Bearer ${token}` } })

@@ -1,4 +1,6 @@
 import http from 'node:http'
+import os from 'node:os'
+import path from 'node:path'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, buildApp } from '../../helper.js'
@@ -312,10 +314,14 @@ t.test('events swept between two pages of a stream held back are not skipped: th
   await app.knex.raw(`insert into change_outbox (resource, resource_id, action, data)
     select 'probe', n, 'update', jsonb_build_object('text', repeat('x', 10000)) from generate_series(1, 1500) n`)
   const ids = (await app.knex('change_outbox').orderBy('id').pluck('id')).map(Number)
-  const address = await app.listen({ port: 0, host: '127.0.0.1' })
-  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-    http.get(`${address}/api/events/stream?after=0`, { headers: bearer(admin.token), agent: false }, resolve).on('error', reject)
+  // Over a Unix socket: its buffers hold some 200 KB, where loopback TCP's grow to tens of MB
+  // (tcp_rmem), enough to take all three pages before the client pauses, on some machines.
+  const socketPath = path.join(os.tmpdir(), `event-stream-${process.pid}.sock`)
+  await app.listen({ path: socketPath })
+  const get = async (headers: Record<string, string>, query = '') => await new Promise<http.IncomingMessage>((resolve, reject) => {
+    http.get({ socketPath, path: `/api/events/stream${query}`, headers, agent: false }, resolve).on('error', reject)
   })
+  const res = await get(bearer(admin.token), '?after=0')
   res.pause()
   await new Promise(resolve => setTimeout(resolve, 500))
   // The retention sweep, meanwhile, of the second page's events.
@@ -330,9 +336,7 @@ t.test('events swept between two pages of a stream held back are not skipped: th
   res.destroy()
   const told = [...text.matchAll(/^id: (\d+)$/gm)].map(match => Number(match[1]))
   t.same(told, ids.slice(0, 500), 'the first page, then the end: none of the third page past the swept second')
-  const reconnect = await new Promise<http.IncomingMessage>((resolve, reject) => {
-    http.get(`${address}/api/events/stream`, { headers: { ...bearer(admin.token), 'last-event-id': String(told.at(-1)) }, agent: false }, resolve).on('error', reject)
-  })
+  const reconnect = await get({ ...bearer(admin.token), 'last-event-id': String(told.at(-1)) })
   reconnect.destroy()
   t.equal(reconnect.statusCode, 410, 'the client learns it missed events')
 })

@@ -240,6 +240,8 @@ t.test('a stream survives a failed look at the feed; one whose read fails ends, 
   const admin = await userWithRoles(app, ['Admin'])
   const stream = await openStream(t, app, '/api/events/stream', bearer(admin.token))
   t.same(await stream.next(), { retry: '2000' })
+  // Its first read done (it tells where it stands), the stream waits for the feed to move.
+  t.match(await stream.next(), { id: /^\d+$/ })
 
   // The feed cannot be measured for a while (the sequence renamed): looks fail, and are retried.
   await app.knex.raw('alter sequence change_positions rename to change_positions_away')

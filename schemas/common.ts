@@ -1,5 +1,6 @@
 import { Type, type ObjectOptions, type TObject, type TSchema } from '@sinclair/typebox'
 import { ERROR_CODE_NAMES, type ErrorCode } from '../lib/http/error-codes.js'
+import { BATCH } from '../lib/http/validation.js'
 
 /** The one error body of every route. */
 export const ErrorBody = Type.Object({
@@ -14,11 +15,11 @@ export const ErrorBody = Type.Object({
   }),
   message: Type.String({ example: 'Student 42 not found' }),
   param: Type.Optional(Type.String({
-    description: 'On validation errors (400): the first field or parameter `data` names, as sent',
+    description: 'On validation errors (400) and a batch\'s invalid rows (422): the first field or parameter `data` names, as sent',
     example: 'email'
   })),
   data: Type.Optional(Type.Record(Type.String(), Type.Array(Type.String()), {
-    description: 'On validation errors (400): what is wrong, by field',
+    description: 'On validation errors (400): what is wrong, by field; on a batch\'s invalid rows (422), by row index and field (`3.email`)',
     example: { email: ['must match format "email"'] }
   }))
 }, { $id: 'ErrorBody', additionalProperties: false, description: 'The body of every error response' })
@@ -34,7 +35,7 @@ const ERRORS: Record<number, string> = {
   412: '`If-Match` holds none of the record\'s current tags: it changed since it was read (`ETag` is its current tag); nothing was written',
   413: 'The request body is larger than the limit',
   415: 'The request body is not JSON',
-  422: 'This `Idempotency-Key` was used with another request (method, path, body, caller)',
+  422: 'This `Idempotency-Key` was used with another request (method, path, body, caller); or, on a batch, rows of an atomic batch are invalid or conflict (`invalid_rows`, nothing written)',
   428: 'The service requires `If-Match` on updates and deletes (`REQUIRE_IF_MATCH`)',
   429: 'Too many attempts (with `Retry-After`)',
   500: 'The server failed; the body says nothing of the cause',
@@ -109,6 +110,40 @@ export const CreateHeaders = Type.Object({
   }))
 })
 
+/** The most rows a batch takes. */
+export const MAX_BATCH_ROWS = 1000
+
+/** A batch's rows: each checked as a single create's body, on its own (lib/http/validation.ts). */
+export function BatchBody<T extends TSchema> (row: T) {
+  return Type.Array(Type.Ref(row), {
+    minItems: 1,
+    maxItems: MAX_BATCH_ROWS,
+    [BATCH]: true,
+    description: `1 to ${MAX_BATCH_ROWS} records, each as a single create takes it. A row the schema refuses does not refuse the request: with \`mode=atomic\` the answer is 422 naming every refused row; with \`mode=per_row\` that row's outcome says why.`
+  })
+}
+
+/** How a batch is written. */
+export const BatchQuery = Type.Object({
+  mode: Type.Optional(Type.Union([Type.Literal('atomic'), Type.Literal('per_row')], {
+    default: 'atomic',
+    description: '`atomic` (the default): every row, or none (422 naming each row refused, by index); `per_row`: each row on its own, its outcome in the answer'
+  }))
+})
+
+/** One row's outcome in a batch's answer, in the rows' order. */
+export const BatchRowOutcome = Type.Object({
+  index: Type.Integer({ minimum: 0, description: 'The row\'s place in the batch, from 0' }),
+  status: Type.Integer({ description: '201 when the record was made; else what a single create of the row would have answered: 400 (invalid), 409 (a unique value taken, by a record or an earlier row)', example: 201 }),
+  id: Type.Optional(Type.Integer({ minimum: 1, description: 'The new record\'s id', example: 42 })),
+  etag: Type.Optional(Type.String({ description: 'The new record\'s entity tag', example: '"1234"' })),
+  error: Type.Optional(Type.Object({
+    code: Type.Unsafe<ErrorCode>({ type: 'string', enum: ERROR_CODE_NAMES, description: 'As the error body\'s `code`', example: 'email_taken' }),
+    message: Type.String(),
+    data: Type.Record(Type.String(), Type.Array(Type.String()), { description: 'What is wrong, by field', example: { email: ['must match format "email"'] } })
+  }, { additionalProperties: false }))
+}, { $id: 'BatchRowOutcome', additionalProperties: false })
+
 /** The headers a GET of a record or list takes: `If-None-Match`. */
 export const ReadHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'Tags the client holds (`"…"`, `W/"…"`, comma-separated, or `*`): when one is current, 304 with no body', example: '"1234"' }))
@@ -155,4 +190,4 @@ export const TokenEnvelope = Type.Object({
   message: Type.Optional(Type.String())
 }, { $id: 'TokenEnvelope', additionalProperties: false })
 
-export const commonSchemas = [ErrorBody, NamedRef, TokenEnvelope]
+export const commonSchemas = [ErrorBody, NamedRef, TokenEnvelope, BatchRowOutcome]

@@ -97,6 +97,32 @@ export async function insert<Row, Args extends Scalar[]> (insertion: Insertion<R
   }
 }
 
+/**
+ * Runs an insertion of many rows (an INSERT … SELECT), with its CTE writes, in `trx`, the
+ * write's transaction: every row it returns, in the order the INSERT returned them.
+ */
+export async function insertAll<Row, Args extends Scalar[]> (insertion: Insertion<Row, Args>, trx: Knex): Promise<Row[]> {
+  try {
+    if (insertion.cteWrites.length === 0) return (await insertion.query(insertion.args, trx)).rows
+    const { statement, values } = composed(insertion)
+    return (await onConnectionOf(trx, connection => statement.run(connection, values))).rows
+  } catch (error) {
+    throw insertion.failure(error)
+  }
+}
+
+/** Runs `work` on the connection of the knex transaction `trx`, which keeps it. */
+async function onConnectionOf<T> (trx: Knex, work: (connection: pg.Client) => Promise<T>): Promise<T> {
+  // A transaction's client hands out the transaction's own connection and keeps it on release.
+  const client = transactionClient(trx)
+  const connection = await client.acquireConnection()
+  try {
+    return await work(connection)
+  } finally {
+    await client.releaseConnection(connection)
+  }
+}
+
 /** Runs a statement on a connection of the pool. */
 export async function runOnPool<Row> (pool: pg.Pool, statement: Statement<Row>, values: Scalar[]): Promise<StatementResult<Row>> {
   const connection = await pool.connect()
@@ -190,14 +216,7 @@ export function prepare<Args extends Scalar[], Row> (
   const values = (args: Args) => slots.map(slot => slot.arg === undefined ? slot.value : args[slot.arg]!)
   const run = async (args: Args, trx?: Knex) => {
     if (trx === undefined || trx === knex) return runOnPool(pool, statement, values(args))
-    // A transaction's client hands out the transaction's own connection and keeps it on release.
-    const client = transactionClient(trx)
-    const connection = await client.acquireConnection()
-    try {
-      return await statement.run(connection, values(args))
-    } finally {
-      await client.releaseConnection(connection)
-    }
+    return onConnectionOf(trx, connection => statement.run(connection, values(args)))
   }
   return Object.assign(run, { text: sql, values, makeRow, pool })
 }

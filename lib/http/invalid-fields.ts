@@ -9,3 +9,16 @@ export class InvalidFields extends Error {
     this.errorCode = part === 'request body' ? 'invalid_body' : 'invalid_parameter'
   }
 }
+
+/** How many of a batch's problems its message repeats: `data` holds them all. */
+const SHOWN = 3
+
+/** A 422 of an atomic batch: what is wrong with its rows, by index and field (`3.email`); nothing was written. */
+export class InvalidRows extends Error {
+  readonly statusCode = 422
+  readonly errorCode: ErrorCode = 'invalid_rows'
+  constructor (readonly fields: Record<string, string[]>, rows: number, of: number) {
+    const told = Object.entries(fields).slice(0, SHOWN).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')
+    super(`${rows} of the batch's ${of} rows cannot be created, so none was (\`data\` tells each): ${told}${Object.keys(fields).length > SHOWN ? '; …' : ''}`)
+  }
+}

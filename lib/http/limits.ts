@@ -14,3 +14,9 @@ export const MAX_POSITION = Number.MAX_SAFE_INTEGER
 /** A list's page: 100 records unless asked, 1000 at the most. */
 export const DEFAULT_PAGE = 100
 export const MAX_PAGE = 1000
+
+/**
+ * A batch's body limit: 1,000 of the largest records (a client's fields run to some 1.1 KB of
+ * JSON) with room for escapes; a single create keeps the app's 32 KiB.
+ */
+export const BATCH_BODY_LIMIT = 4 * 1024 * 1024

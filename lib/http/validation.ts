@@ -30,6 +30,7 @@ function createAjv (options: Options): Ajv {
   addFormats.default(ajv)
   // OpenAPI annotations that validation ignores.
   ajv.addKeyword({ keyword: 'example' })
+  ajv.addKeyword({ keyword: BATCH })
   // A calendar day PostgreSQL can store (from year 1) that has begun somewhere already.
   const pastDate: ((enabled: boolean, value: string) => boolean) & { errors?: Partial<ErrorObject>[] } =
     (_enabled, value) => {
@@ -140,6 +141,37 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
   }
 }
 
+/**
+ * The mark of a batch's body schema (an array of records): its rows are checked one by one,
+ * and a row that fails does not fail the request. `invalidRows` tells the route which failed.
+ */
+export const BATCH = 'x-batch'
+interface BatchSchema { [BATCH]: true, items: AnySchema, minItems?: number, maxItems?: number }
+
+// The rows that failed each batch body's check, by index: what ajv said of each.
+const rowErrors = new WeakMap<object, Map<number, FastifySchemaValidationError[]>>()
+
+/** The rows of a batch's body (a route whose body schema is marked BATCH) that its schema refused, by index. */
+export function invalidRows (rows: readonly unknown[]): ReadonlyMap<number, FastifySchemaValidationError[]> {
+  return rowErrors.get(rows) ?? new Map()
+}
+
+/** The validator of a batch's body: the array as a whole (its length), then each row alone. */
+function batchValidator (ajv: Ajv, { items, minItems, maxItems }: BatchSchema): Validator {
+  const whole = ajv.compile({ type: 'array', minItems, maxItems })
+  const row = ajv.compile(items)
+  return (data: Record<string, unknown>) => {
+    if (!whole(data)) return { error: whole.errors as FastifySchemaValidationError[] }
+    const refused = new Map<number, FastifySchemaValidationError[]>()
+    const rows = data as unknown as unknown[]
+    for (let index = 0; index < rows.length; index++) {
+      if (!row(rows[index])) refused.set(index, row.errors as FastifySchemaValidationError[])
+    }
+    if (refused.size > 0) rowErrors.set(rows, refused)
+    return { value: rows }
+  }
+}
+
 /** A route part's validator, as Fastify's schema controller takes it. */
 type Validator = ((data: Record<string, unknown>) => unknown) & { errors?: unknown }
 interface Compiler { validators: Map<string, Validator>, build: (route: FastifyRouteSchemaDef<AnySchema>) => Validator }
@@ -160,7 +192,7 @@ function newCompiler (externalSchemas: Record<string, AnySchema>): Compiler {
   }
 
   const build = ({ schema, httpPart }: FastifyRouteSchemaDef<AnySchema>): Validator => {
-    if (httpPart === 'body') return exact.compile(schema) as Validator
+    if (httpPart === 'body') return (schema as BatchSchema)[BATCH] === true ? batchValidator(exact, schema as BatchSchema) : exact.compile(schema) as Validator
 
     const validate = coercing.compile(schema)
     const kinds = new Map(Object.entries((schema as QuerySchema).properties).map(([name, property]) => [name, kindOf(property)]))

@@ -6,7 +6,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, Fasti
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { databaseBusy, databaseUnavailable, foreignKeyRefusal } from '../../lib/db/db-errors.js'
 import { codeOf, type ErrorCode } from '../../lib/http/error-codes.js'
-import { InvalidFields } from '../../lib/http/invalid-fields.js'
+import { InvalidFields, InvalidRows } from '../../lib/http/invalid-fields.js'
 import { PreconditionFailedError } from './conditional-requests.js'
 import { HandlerTimeoutError } from './request-timing.js'
 import { SECURITY_HEADERS } from './security-headers.js'
@@ -185,6 +185,6 @@ export default fp(async (fastify) => {
     // would let anyone fill the logs.
     // plugins/app/request-log.ts logs the request; its stack only with LOG_LEVEL=debug.
     request.log.debug({ err: error }, 'why the request was refused')
-    return sendError(reply, statusCode, codeOf(error, statusCode), error.message, error instanceof InvalidFields ? error.fields : undefined)
+    return sendError(reply, statusCode, codeOf(error, statusCode), error.message, error instanceof InvalidFields || error instanceof InvalidRows ? error.fields : undefined)
   })
 }, { name: 'errors' })

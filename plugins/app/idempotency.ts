@@ -8,11 +8,15 @@ import { canonicalJson } from '../../lib/http/canonical-json.js'
 import { CodedError } from '../../lib/http/error-codes.js'
 import { Statement, type Scalar } from '../../lib/db/statement-query.js'
 
-/** What a create made: the answer's body, the new record's address and, if it has one, its tag. */
+/**
+ * What a create made: the answer's body, the new record's address and, if it has one, its tag;
+ * a batch's answer has neither, and its own status (200: each row says its own).
+ */
 export interface Created {
   body: unknown
-  location: string
+  location?: string
   etag?: string | undefined
+  status?: 200 | 201
 }
 
 declare module 'fastify' {
@@ -37,8 +41,9 @@ declare module 'fastify' {
 }
 
 /** Answers 201 with what a create made. */
-export function sendCreated (reply: FastifyReply, { body, location, etag }: Created): FastifyReply {
-  reply.code(201).header('location', location)
+export function sendCreated (reply: FastifyReply, { body, location, etag, status = 201 }: Created): FastifyReply {
+  reply.code(status)
+  if (location !== undefined) reply.header('location', location)
   if (etag !== undefined) reply.header('etag', etag)
   return reply.send(body)
 }
@@ -104,7 +109,8 @@ const SWEEP = `delete from idempotency_keys where ctid = any(array(
  * again with `Idempotent-Replayed: true`; with another request, 422; while the first still
  * runs, 409 with Retry-After (`createOnce`), or the first's answer once its statement commits
  * (`insertOnce`: a create of one INSERT, whose key is kept in that INSERT's own statement, one
- * round trip as a create without a key is). Only a 201 is kept: an error leaves the key free
+ * round trip as a create without a key is). Only a success is kept (a create's 201, a batch's
+ * 200): an error leaves the key free
  * to retry, as the statement or transaction that would have kept it rolled back with the write.
  */
 export default fp(async (fastify) => {
@@ -171,12 +177,13 @@ export default fp(async (fastify) => {
         return found
       }
       const created = await create(trx)
-      const body = reply.code(201).serialize(created.body) as string
-      const headers = { location: created.location, ...(created.etag !== undefined && { etag: created.etag }) }
-      const kept = await trx.raw(KEEP, [scope, key, print, 201, headers, body, ttlSeconds])
+      const status = created.status ?? 201
+      const body = reply.code(status).serialize(created.body) as string
+      const headers = { ...(created.location !== undefined && { location: created.location }), ...(created.etag !== undefined && { etag: created.etag }) }
+      const kept = await trx.raw(KEEP, [scope, key, print, status, headers, body, ttlSeconds])
       // Another request with the key committed between this one's look-up and its lock.
       if (kept.rowCount === 0) throw underWay(reply)
-      return { status: 201, headers, body, fresh: true }
+      return { status, headers, body, fresh: true }
     }))
     if (!('fresh' in outcome)) {
       reply.header('idempotent-replayed', 'true')

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { batchInsert } from '../../lib/db/batch-insert.js'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import { MAX_ID } from '../../lib/http/limits.js'
@@ -27,6 +28,20 @@ export function studentsRepository (database: Database, conflict: (message: stri
     /** The INSERT of a new student (request.insertOnce runs it, with or without a key). */
     insertion ({ age, dob, email, name }: StudentInput) {
       return insertion(queries.create, [age, dob, email, name], error => emailTakenOr(error, email))
+    },
+
+    /** The INSERT of a batch of new students (request.insertRecords runs it). */
+    batchInsertion: batchInsert<StudentInput, Student>(database, 'students', { age: 'smallint', dob: 'date', email: 'text', name: 'text' }, COLUMNS),
+
+    /** The e-mail address, unique without regard to case: which of a batch's the table holds already. */
+    uniqueEmail: {
+      field: 'email' as const,
+      key: (email: string) => email.toLowerCase(),
+      async taken (keys: string[], trx: Knex): Promise<Set<string>> {
+        const { rows } = await trx.raw<{ rows: Array<{ key: string }> }>(
+          'select lower(email) as key from students where lower(email) in (select jsonb_array_elements_text(?::jsonb))', [JSON.stringify(keys)])
+        return new Set(rows.map(row => row.key))
+      }
     },
 
     /**

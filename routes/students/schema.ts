@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../lib/http/list-query.js'
-import { AtLeastOneOf, Created, CreateHeaders, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
+import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
 
 /** The writable fields of a student. */
 const studentFields = {
@@ -77,6 +77,16 @@ export function studentSchemas (namespace: string, tag: string) {
       headers: CreateHeaders,
       body: Type.Ref(StudentInput),
       response: { 201: Created(Student, 'The new student; `Location` is its address'), ...errorResponses(400, 409, 413, 415, 422) }
+    },
+    batch: {
+      ...common,
+      operationId: `${namespace}.batch`,
+      summary: 'Add students in a batch',
+      description: 'Up to 1,000 students in one request, each made as `POST` of one would make it (its audit entry and change event included), in one transaction. Answers 200 with each row\'s outcome in the rows\' order: 201 with its id and ETag, or the status and error a single create would have answered. `mode=atomic` (the default) writes every row or none: a row refused makes the answer 422 `invalid_rows`, whose `data` names each refused row by index (`3.email`). One `Idempotency-Key` covers the batch: a retry gets the same answer, and no second copy of any row.',
+      querystring: BatchQuery,
+      headers: CreateHeaders,
+      body: BatchBody(StudentInput),
+      response: { 200: Type.Array(Type.Ref(BatchRowOutcome), { description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 413, 415, 422) }
     },
     update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
       return {

@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { OpenApiTag } from '../../plugins/app/swagger.js'
 import { CodedError } from '../../lib/http/error-codes.js'
+import { BATCH_BODY_LIMIT } from '../../lib/http/limits.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
-import type { FollowedKind } from '../../plugins/app/write-path.js'
-import { Student, studentListFields, studentSchemas, studentSharedSchemas, type UpdateMode } from './schema.js'
+import type { BatchKind, FollowedKind } from '../../plugins/app/write-path.js'
+import { Student, studentListFields, studentSchemas, studentSharedSchemas, type StudentInput, type UpdateMode } from './schema.js'
 
 export interface Variant {
   /** Prefix of the operation ids: `v1.students` or `students`. */
@@ -15,6 +16,8 @@ export interface Variant {
   update: UpdateMode
   /** Whether PATCH is offered beside PUT. */
   patch: boolean
+  /** Whether `POST /batch` is offered. */
+  batch: boolean
 }
 
 /** The five student operations; both variants serve the same table. */
@@ -25,6 +28,8 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
     const kind: FollowedKind<Student> = { resource: 'student', lock: students.lock, notFound }
+    const emailTaken = (email: string) => new CodedError('email_taken', `A student with e-mail ${email} already exists`)
+    const batchKind: BatchKind<Student, StudentInput> = { resource: 'student', insertion: students.batchInsertion, unique: { ...students.uniqueEmail, takenError: emailTaken } }
 
     fastify.get('/', { schema: schemas.index }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)
@@ -41,6 +46,12 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
       return request.insertRecord(reply, kind, students.insertion(request.body), student =>
         ({ body: student, location: `${fastify.prefix}/${student.id}` }))
     })
+
+    if (variant.batch) {
+      fastify.post('/batch', { schema: schemas.batch, bodyLimit: BATCH_BODY_LIMIT }, async (request, reply) => {
+        return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes => outcomes)
+      })
+    }
 
     const methods = variant.patch ? ['PUT', 'PATCH'] as const : ['PUT'] as const
     for (const method of methods) {

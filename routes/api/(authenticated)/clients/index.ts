@@ -1,8 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { versionTag } from '../../../../lib/http/entity-tags.js'
+import { BATCH_BODY_LIMIT } from '../../../../lib/http/limits.js'
 import { clientsRepository } from './repository.js'
-import type { FollowedKind } from '../../../../plugins/app/write-path.js'
-import { Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas } from './schema.js'
+import type { BatchKind, FollowedKind } from '../../../../plugins/app/write-path.js'
+import { Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas, type ClientInput } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
 const clients: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -10,6 +11,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   const repository = clientsRepository(fastify.database)
   const notFound = (id: number) => fastify.httpErrors.notFound(`Client ${id} not found`)
   const kind: FollowedKind<Client> = { resource: 'client', lock: repository.lock, notFound }
+  const batchKind: BatchKind<Client, ClientInput> = { resource: 'client', insertion: repository.batchInsertion }
 
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, clientListFields)
@@ -25,6 +27,11 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/', { schema: clientSchemas.store, onRequest: fastify.can('client-create') }, async (request, reply) => {
     return request.insertRecord(reply, kind, repository.insertion(request.body), client =>
       ({ body: { success: true as const, data: client, message: 'Client created' }, location: `${fastify.prefix}/${client.id}` }))
+  })
+
+  fastify.post('/batch', { schema: clientSchemas.batch, bodyLimit: BATCH_BODY_LIMIT, onRequest: fastify.can('client-create') }, async (request, reply) => {
+    return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes =>
+      ({ success: true as const, data: outcomes, message: `${outcomes.filter(outcome => outcome.status === 201).length} of ${outcomes.length} clients created` }))
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import { batchInsert } from '../../../../lib/db/batch-insert.js'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import { insertion, prepare, type Database } from '../../../../lib/db/prepared-query.js'
 import { versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
@@ -23,6 +24,9 @@ export function clientsRepository (database: Database) {
     insertion ({ name, vat_number: vatNumber, street, city, post_code: postCode, email }: ClientInput) {
       return insertion(create, [name, vatNumber, street, city, postCode, email])
     },
+
+    /** The INSERT of a batch of new clients (request.insertRecords runs it). */
+    batchInsertion: batchInsert<ClientInput, Client>(database, 'clients', { name: 'text', vat_number: 'text', street: 'text', city: 'text', post_code: 'text', email: 'text' }, COLUMNS),
 
     /** The client as it stands, locked until `trx` ends: what its audit entry tells it was. */
     async lock (id: number, trx: Knex): Promise<Versioned<Client> | undefined> {

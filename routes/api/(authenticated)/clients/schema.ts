@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
+import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
 export const clientFields = {
   name: Type.String({ minLength: 1, maxLength: 255, example: 'Acme Sp. z o.o.' }),
@@ -67,6 +67,16 @@ export const clientSchemas = {
     headers: CreateHeaders,
     body: Type.Ref(ClientInput),
     response: { 201: Created(ClientEnvelope, 'The new client; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
+  },
+  batch: {
+    ...auth,
+    operationId: 'clients.batch',
+    summary: 'Create clients in a batch',
+    description: 'Needs client-create. Up to 1,000 clients in one request, each made as `POST` of one would make it (its audit entry and change event included), in one transaction. Answers 200 with each row\'s outcome in the rows\' order in `data`: 201 with its id and ETag, or the status and error a single create would have answered. `mode=atomic` (the default) writes every row or none: a row refused makes the answer 422 `invalid_rows`, whose `data` names each refused row by index (`3.email`). One `Idempotency-Key` covers the batch: a retry gets the same answer, and no second copy of any row.',
+    querystring: BatchQuery,
+    headers: CreateHeaders,
+    body: BatchBody(ClientInput),
+    response: { 200: { ...Envelope(Type.Array(Type.Ref(BatchRowOutcome))), description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }, ...errorResponses(400, 401, 403, 413, 415, 422) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,

@@ -55,6 +55,10 @@ const POOLED = 'service through PgBouncer'
 const GZIP_CLIENT = 'service, gzip client'
 /** The service answering refreshes in the login's rounds. */
 const REFRESH = 'service, token refresh, same rounds'
+/** The service answering single student POSTs in the batches' rounds. */
+const SINGLE_POSTS = 'service, single student POSTs, same rounds'
+/** The rows of a batch in the batches' scenario. */
+const BATCH_ROWS = 100
 const chosen = (scenario: string) => (process.env.BENCH_ONLY ?? '').split('|').some(part => scenario.includes(part))
 
 const { server, database, env, drop } = await benchDatabase()
@@ -178,6 +182,12 @@ try {
     { name: 'student GET page of 100', targets: [service, ceiling, postgresCeiling, peer, { server: service, name: GZIP_CLIENT, next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}`, headers: { 'accept-encoding': 'gzip' } }) }], next: () => ({ method: 'GET', path: `/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student GET page of 100, v1', targets: [service], next: () => ({ method: 'GET', path: `/api/v1/students?limit=100&after=${randomId(STUDENTS - 100)}` }) },
     { name: 'student POST', targets: [service, unaudited, feedless, ceiling, postgresCeiling, peer, ...pooledTargets], next: () => ({ method: 'POST', path: '/students', body: newStudent() }) },
+    // Rows a second: a batch's rate times its rows, beside single POSTs in the same rounds.
+    {
+      name: `student batch of ${BATCH_ROWS}`,
+      targets: [service, { server: service, name: SINGLE_POSTS, next: () => ({ method: 'POST', path: '/students', body: newStudent() }) }],
+      next: () => ({ method: 'POST', path: '/students/batch', body: `[${Array.from({ length: BATCH_ROWS }, newStudent).join(',')}]` })
+    },
     { name: 'student POST, v1', targets: [service], next: () => ({ method: 'POST', path: '/api/v1/students', body: newStudent() }) },
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
@@ -363,7 +373,10 @@ try {
     const [ra, rb] = [find(a, 'service')?.rounds, find(b, 'service')?.rounds]
     return ra && rb?.length ? pairedRatio(ra, rb) : undefined
   }
+  const batchRows = rounds(`student batch of ${BATCH_ROWS}`, 'service')?.map(rate => rate * BATCH_ROWS)
+  const singleRows = rounds(`student batch of ${BATCH_ROWS}`, SINGLE_POSTS)
   const derived = {
+    [`student rows a second, batches of ${BATCH_ROWS} ÷ single POSTs`]: batchRows && singleRows?.length ? pairedRatio(batchRows, singleRows) : undefined,
     'POST with a fresh Idempotency-Key ÷ POST without': paired('student POST with a fresh Idempotency-Key', 'service', 'service, student POST without a key'),
     'GET by id answered 304 ÷ answered 200': paired('student GET by id answered 304', 'service', 'service, the same GETs answered 200'),
     'PUT with a matching If-Match ÷ PUT without': paired('student PUT with a matching If-Match', 'service', 'service, student PUT without If-Match'),

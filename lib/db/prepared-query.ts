@@ -99,16 +99,13 @@ export async function insert<Row, Args extends Scalar[]> (insertion: Insertion<R
 
 /**
  * Runs an insertion of many rows (an INSERT … SELECT), with its CTE writes, in `trx`, the
- * write's transaction: every row it returns, in the order the INSERT returned them.
+ * write's transaction: every row it returns, in the order the INSERT returned them. Its errors
+ * are its own: such an INSERT skips the rows a unique index refuses (lib/db/batch-insert.ts).
  */
 export async function insertAll<Row, Args extends Scalar[]> (insertion: Insertion<Row, Args>, trx: Knex): Promise<Row[]> {
-  try {
-    if (insertion.cteWrites.length === 0) return (await insertion.query(insertion.args, trx)).rows
-    const { statement, values } = composed(insertion)
-    return (await onConnectionOf(trx, connection => statement.run(connection, values))).rows
-  } catch (error) {
-    throw insertion.failure(error)
-  }
+  if (insertion.cteWrites.length === 0) return (await insertion.query(insertion.args, trx)).rows
+  const { statement, values } = composed(insertion)
+  return (await onConnectionOf(trx, connection => statement.run(connection, values))).rows
 }
 
 /** Runs `work` on the connection of the knex transaction `trx`, which keeps it. */

@@ -117,7 +117,7 @@ declare module 'fastify' {
      * atomic batch with a row refused (by its schema, or a unique value taken) writes none:
      * 422 naming each by index. One Idempotency-Key covers the batch.
      */
-    insertRecords: <Row, Input>(reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly Input[], mode: BatchMode | undefined, answer: (outcomes: RowOutcome[]) => unknown) => Promise<FastifyReply>
+    insertRecords: <Row, Input>(reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly Input[], mode: BatchMode, answer: (outcomes: RowOutcome[]) => unknown) => Promise<FastifyReply>
     /** An update of record `id` under If-Match: the record as changed, its ETag on `reply`. */
     updateRecord: <Row>(reply: FastifyReply, kind: RecordKind<Row>, id: number, change: UpdateStep<Row>, options?: WriteOptions) => Promise<Row>
     /** A delete of record `id` under If-Match: the record as it was. */
@@ -231,7 +231,7 @@ export default fp(async (fastify) => {
     return this.createOnce(reply, created)
   })
 
-  fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly Input[], mode: BatchMode = 'atomic', answer: (outcomes: RowOutcome[]) => unknown) {
+  fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly Input[], mode: BatchMode, answer: (outcomes: RowOutcome[]) => unknown) {
     const refused = refusedBySchema(rows)
     return this.createOnce(reply, db => inTransaction(db, async trx => {
       let writing = rows.flatMap((_, index) => refused.has(index) ? [] : [index])

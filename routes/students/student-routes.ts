@@ -49,7 +49,8 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
 
     if (variant.batch) {
       fastify.post('/batch', { schema: schemas.batch, bodyLimit: BATCH_BODY_LIMIT }, async (request, reply) => {
-        return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes => outcomes)
+        // The schema's default fills in the mode.
+        return request.insertRecords(reply, batchKind, request.body, request.query.mode!, outcomes => outcomes)
       })
     }
 

@@ -79,6 +79,10 @@ export function valid (schema: Schema, components: Record<string, Schema>, name 
     case 'integer':
       return fc.integer({ min: schema.minimum ?? -1000, max: schema.maximum ?? 1000 })
     case 'array':
+      // A batch: records, a few at a time.
+      if (schema.items !== undefined && resolved(schema.items, components).type === 'object') {
+        return fc.array(valid(schema.items, components, '', references), { minLength: Math.max(schema.minItems ?? 0, 1), maxLength: 4 })
+      }
       return fc.subarray(NAMES[name] ?? [], { minLength: Math.min(schema.minItems ?? 0, NAMES[name]?.length ?? 0) })
     default:
       return fc.jsonValue()
@@ -99,7 +103,11 @@ export const badValue: fc.Arbitrary<unknown> = fc.oneof(
 /** A valid body, one with one field broken, an extra key, or something else altogether. */
 export function body (schema: Schema, components: Record<string, Schema>, references: References = {}): fc.Arbitrary<unknown> {
   const good = valid(schema, components, '', references) as fc.Arbitrary<Record<string, unknown>>
+  const { items } = resolved(schema, components)
+  // A batch: valid rows, rows with a field broken, and anything else, in any order.
+  const rows = items === undefined ? [] : [fc.array(body(items, components, references), { minLength: 1, maxLength: 6 })]
   return fc.oneof(
+    ...rows,
     good,
     // Valid too, but referring to any id: mostly rows that do not exist.
     valid(schema, components),

@@ -127,6 +127,7 @@ t.test('every answer of an error carries the code declared for its case', async 
   const keyed = { 'idempotency-key': 'once' }
   t.equal((await app.inject({ method: 'POST', url: '/students', headers: keyed, payload: { ...ada, email: 'grace@example.com' } })).statusCode, 201)
   check(await app.inject({ method: 'POST', url: '/students', headers: keyed, payload: { ...ada, email: 'alan@example.com' } }), 'idempotency_key_reused', 'a key with another request')
+  check(await app.inject({ method: 'POST', url: '/students/batch', payload: [{ ...ada, email: 'alan@example.com' }, { ...ada, age: -1 }] }), 'invalid_rows', 'an atomic batch with a row refused')
 
   // Conditional requests, and the server's own failure.
   const stale = await app.inject({ method: 'PATCH', url: `/students/${id}`, headers: { 'if-match': '"1"' }, payload: { age: 40 } })

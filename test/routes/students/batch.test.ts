@@ -124,3 +124,10 @@ t.test('two batches at once that share e-mail addresses: each address made once'
   t.same(atomic.map(res => res.statusCode).sort(), [200, 422], 'of two atomic batches with the same rows, one is made, the other refused whole')
   t.equal(await count(app, 'students'), 54)
 })
+
+t.test('with the audit log and the change outbox off, a batch writes its students alone', async t => {
+  const app = await build(t, config => { config.outbox.enabled = false; config.audit.enabled = false })
+  const res = await app.inject({ method: 'POST', url: '/students/batch', payload: [student(1), student(2)] })
+  t.same(res.json<Outcome[]>().map(outcome => outcome.status), [201, 201])
+  t.same([await count(app, 'students'), await count(app, 'change_outbox'), await count(app, 'audit_log')], [2, 0, 0])
+})

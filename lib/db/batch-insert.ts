@@ -1,23 +1,26 @@
+import { jsonText } from './json-text.js'
 import { insertion, prepare, type Database, type Insertion } from './prepared-query.js'
 import type { Versioned } from './row-versions.js'
 
-/** A column a batch writes, and the PostgreSQL type its JSON text is cast to. */
+/** A column a batch writes (named as its field), and the PostgreSQL type its JSON text is cast to. */
 export type BatchColumns<Input> = { [Field in keyof Input & string]: 'text' | 'smallint' | 'integer' | 'date' }
 
 /**
  * The INSERT of a batch of rows of `table` (request.insertRecords runs it): the rows go as one
- * JSON array, one parameter whatever their number, and are inserted in their order; each
- * inserted row is returned as `returning` and its version. A row that a unique index refuses,
- * since another transaction took its value after the batch looked, is skipped rather than
- * failing the statement: the write path tells it.
+ * JSON array, one parameter whatever their number, and are inserted in their order, each
+ * returned as `returning` with its version; RETURNING gives them in that order (PostgreSQL
+ * inserts the rows of an INSERT … SELECT … ORDER BY as they come, and returns each as it
+ * goes). A field a row lacks is NULL, not the column's default. With `unique`, the expression
+ * of a unique index (`lower(email)`), a row whose value another transaction took after the
+ * batch looked is skipped rather than failing the statement: the write path tells it.
  */
-export function batchInsert<Input, Row> (database: Database, table: string, columns: BatchColumns<Input>, returning: readonly string[]) {
+export function batchInsert<Input, Row> (database: Database, table: string, columns: BatchColumns<Input>, returning: readonly string[], unique?: string) {
   const names = Object.keys(columns)
   const values = Object.entries(columns).map(([name, type]) => `(r->>'${name}')::${type as string}`)
   const query = prepare<[rows: string], Versioned<Row>>(database, `${table}.create-batch`, rows => database.knex.raw(
     `insert into ${table} (${names.join(', ')})
     select ${values.join(', ')} from jsonb_array_elements(?::jsonb) with ordinality as batch(r, n) order by n
-    on conflict do nothing
+    ${unique === undefined ? '' : `on conflict ((${unique})) do nothing`}
     returning ${returning.join(', ')}, xmin::text as version`, [rows]))
-  return (rows: readonly Input[]): Insertion<Versioned<Row>, [rows: string]> => insertion(query, [JSON.stringify(rows)])
+  return (rows: readonly Input[]): Insertion<Versioned<Row>, [rows: string]> => insertion(query, [jsonText(rows)])
 }

@@ -33,7 +33,7 @@ export const ERROR_CODES = {
   precondition_failed: { status: 412, meaning: '`If-Match` holds none of the record\'s current tags (`ETag` is its current one); nothing was written', fallback: true },
   payload_too_large: { status: 413, meaning: 'The body is larger than the limit', fallback: true },
   unsupported_media_type: { status: 415, meaning: 'The body is not `application/json`', fallback: true },
-  invalid_rows: { status: 422, meaning: 'Rows of an atomic batch are invalid or conflict: `data` names each by its index and field (`3.email`), `param` the first; nothing was written' },
+  invalid_rows: { status: 422, meaning: 'Rows of an atomic batch are invalid or conflict: `data` names each by its index and field (`3.email`), `param` one of them; nothing was written' },
   idempotency_key_reused: { status: 422, meaning: 'This `Idempotency-Key` was used with another request: use a new key' },
   if_match_required: { status: 428, meaning: 'The service requires `If-Match` on updates and deletes (`REQUIRE_IF_MATCH`)', fallback: true },
   rate_limited: { status: 429, meaning: 'Too many attempts, or requests for unknown routes, in the window (with `Retry-After`)', fallback: true },

@@ -151,9 +151,14 @@ interface BatchSchema { [BATCH]: true, items: AnySchema, minItems?: number, maxI
 // The rows that failed each batch body's check, by index: what ajv said of each.
 const rowErrors = new WeakMap<object, Map<number, FastifySchemaValidationError[]>>()
 
-/** The rows of a batch's body (a route whose body schema is marked BATCH) that its schema refused, by index. */
+/**
+ * The rows of a batch's body (a route whose body schema is marked BATCH) that its schema
+ * refused, by index. Only the body itself was checked: any other array (a copy) throws.
+ */
 export function invalidRows (rows: readonly unknown[]): ReadonlyMap<number, FastifySchemaValidationError[]> {
-  return rowErrors.get(rows) ?? new Map()
+  const refused = rowErrors.get(rows)
+  if (refused === undefined) throw new Error('Not a batch\'s body as its schema checked it: pass the request\'s body itself')
+  return refused
 }
 
 /** The validator of a batch's body: the array as a whole (its length), then each row alone. */
@@ -167,7 +172,7 @@ function batchValidator (ajv: Ajv, { items, minItems, maxItems }: BatchSchema): 
     for (let index = 0; index < rows.length; index++) {
       if (!row(rows[index])) refused.set(index, row.errors as FastifySchemaValidationError[])
     }
-    if (refused.size > 0) rowErrors.set(rows, refused)
+    rowErrors.set(rows, refused)
     return { value: rows }
   }
 }

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
+import { jsonText } from '../../lib/db/json-text.js'
 import { changedFields } from '../../lib/audit/changed-fields.js'
 import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
@@ -113,14 +114,6 @@ const eventEntries = (events: readonly StatementEvent[], actor: StatementActor) 
   ${selects.join('\n  union all ')})`
 }
 
-/**
- * jsonb refuses the escape of a lone surrogate, which JSON.stringify writes: a text holding one
- * (an address typed into a failed login) is kept with U+FFFD in its place, as PostgreSQL's
- * text columns get it from pg.
- */
-const LONE_SURROGATE = /\p{Cs}/gu
-const wellFormed = (_: string, value: unknown) => typeof value === 'string' ? value.replace(LONE_SURROGATE, '\uFFFD') : value
-
 const SWEEP_BATCH = 10_000
 // The trigger of the audit log refuses every DELETE but of entries older than the time the
 // sweep's own transaction names.
@@ -152,8 +145,8 @@ export default fp(async (fastify) => {
       ...Object.fromEntries(CONTEXT_COLUMNS.map((column, i) => [column, values[i]])),
       resource_id: change.id,
       // As JSON text: pg would send an array as PostgreSQL's own.
-      before: before && JSON.stringify(before, wellFormed),
-      after: after && JSON.stringify(after, wellFormed)
+      before: before && jsonText(before),
+      after: after && jsonText(after)
     })
   })
 
@@ -166,7 +159,7 @@ export default fp(async (fastify) => {
   fastify.decorateRequest('auditedEvents', function (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor) {
     if (!enabled) return []
     const values: Scalar[] = [actor.userId, ipOf(this), this.id]
-    for (const event of events) values.push(event.action, event.resource, JSON.stringify(changedFields(null, event.after as Record<string, unknown>).after, wellFormed))
+    for (const event of events) values.push(event.action, event.resource, jsonText(changedFields(null, event.after as Record<string, unknown>).after))
     const shape = events.map(event => `${event.each === true ? '*' : ''}${event.idColumn}`).join(',')
     return [{ name: `audited-events(${shape}; ${actor.sessionColumn})`, cte: eventEntries(events, actor), values }]
   })

@@ -8,15 +8,17 @@ import { canonicalJson } from '../../lib/http/canonical-json.js'
 import { CodedError } from '../../lib/http/error-codes.js'
 import { Statement, type Scalar } from '../../lib/db/statement-query.js'
 
-/**
- * What a create made: the answer's body, the new record's address and, if it has one, its tag;
- * a batch's answer has neither, and its own status (200: each row says its own).
- */
+/** What a create made: the answer's body, the new record's address and, if it has one, its tag. */
 export interface Created {
   body: unknown
-  location?: string
+  location: string
   etag?: string | undefined
-  status?: 200 | 201
+}
+
+/** What a batch of creates made: its answer's body, 200 (each row tells its own status). */
+export interface BatchAnswer {
+  status: 200
+  body: unknown
 }
 
 declare module 'fastify' {
@@ -30,7 +32,7 @@ declare module 'fastify' {
      * create runs in a transaction (`db`) that also keeps the key and the answer, and a repeat
      * gets that answer again (plugins/app/idempotency.ts).
      */
-    createOnce: (reply: FastifyReply, create: (db: Knex) => Promise<Created>) => Promise<FastifyReply>
+    createOnce: (reply: FastifyReply, create: (db: Knex) => Promise<Created | BatchAnswer>) => Promise<FastifyReply>
     /**
      * `createOnce` for a create that is one INSERT (`insertion`), answered from the row it
      * returns (`answer`). With an `Idempotency-Key`, the key is kept by that same statement:
@@ -41,12 +43,16 @@ declare module 'fastify' {
 }
 
 /** Answers 201 with what a create made. */
-export function sendCreated (reply: FastifyReply, { body, location, etag, status = 201 }: Created): FastifyReply {
-  reply.code(status)
-  if (location !== undefined) reply.header('location', location)
-  if (etag !== undefined) reply.header('etag', etag)
-  return reply.send(body)
+export function sendCreated (reply: FastifyReply, created: Created | BatchAnswer): FastifyReply {
+  reply.code(answeredStatus(created)).headers(answeredHeaders(created))
+  return reply.send(created.body)
 }
+
+const answeredStatus = (created: Created | BatchAnswer) => 'status' in created ? created.status : 201
+/** A create's Location and ETag; none for a batch. */
+const answeredHeaders = (created: Created | BatchAnswer): Record<string, string> => 'location' in created
+  ? { location: created.location, ...(created.etag !== undefined && { etag: created.etag }) }
+  : {}
 
 /** Seconds a repeat of a request still running should wait before trying again. */
 const RETRY_AFTER_SECONDS = 1
@@ -134,11 +140,13 @@ export default fp(async (fastify) => {
     return reply.code(status).headers(headers).type('application/json; charset=utf-8').send(body)
   }
 
-  // The request is its method, its route (creates take no path or query parameters) and its
-  // body in canonical form, so that a retry whose body was serialized again with its keys in
-  // another order is the same request. `2:` names the form.
+  // The request is its method, its route (creates take no path parameters), its body in
+  // canonical form, so that a retry whose body was serialized again with its keys in another
+  // order is the same request, and the query of a route that takes one (a batch's mode).
+  // `2:` names the form.
   const hmacOf = (request: FastifyRequest, body: string | undefined) => createHmac('sha256', secret)
     .update(`${request.method} ${request.routeOptions.url!}\n${body}`)
+    .update(request.routeOptions.schema?.querystring === undefined ? '' : `\n?${canonicalJson(request.query)}`)
     .digest('base64url')
   const fingerprint = (request: FastifyRequest) => `${FINGERPRINT_FORM}${hmacOf(request, canonicalJson(request.body))}`
   /**
@@ -161,7 +169,7 @@ export default fp(async (fastify) => {
   const keptByAnotherVersion = () => new CodedError('idempotency_key_reused', 'This Idempotency-Key\'s answer was kept by another version of this service, which created the record: use a new key for a new request')
   const otherRequest = () => new CodedError('idempotency_key_reused', 'This Idempotency-Key was used with another request: use a new key for a new request')
 
-  fastify.decorateRequest('createOnce', async function (this: FastifyRequest, reply: FastifyReply, create: (db: Knex) => Promise<Created>) {
+  fastify.decorateRequest('createOnce', async function (this: FastifyRequest, reply: FastifyReply, create: (db: Knex) => Promise<Created | BatchAnswer>) {
     const key = keyOf(this)
     if (key === undefined) {
       const created = await this.guardWrite(() => create(knex))
@@ -177,9 +185,9 @@ export default fp(async (fastify) => {
         return found
       }
       const created = await create(trx)
-      const status = created.status ?? 201
+      const status = answeredStatus(created)
       const body = reply.code(status).serialize(created.body) as string
-      const headers = { ...(created.location !== undefined && { location: created.location }), ...(created.etag !== undefined && { etag: created.etag }) }
+      const headers = answeredHeaders(created)
       const kept = await trx.raw(KEEP, [scope, key, print, status, headers, body, ttlSeconds])
       // Another request with the key committed between this one's look-up and its lock.
       if (kept.rowCount === 0) throw underWay(reply)

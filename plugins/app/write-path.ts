@@ -1,16 +1,12 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
-import { insertAll, type CteWrite, type Insertion } from '../../lib/db/prepared-query.js'
+import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
-import type { CodedError, ErrorCode } from '../../lib/http/error-codes.js'
-import { InvalidRows } from '../../lib/http/invalid-fields.js'
-import { invalidRows } from '../../lib/http/validation.js'
 import type { Actor, AuditAction, Change, StatementActor, StatementEvent } from './audit.js'
 import type { OutboxChange } from './change-outbox.js'
-import { fieldErrors } from './errors.js'
 import { sendCreated, type Created } from './idempotency.js'
 
 /** A resource's records, as the write path reaches them: one declaration per route folder. */
@@ -64,40 +60,6 @@ export type CreationStep<Row> = (trx: Knex) => Promise<Row & { id: number }>
  */
 export type EventStep<Result> = (trx: Knex) => Promise<{ result: Result, events: readonly Change[] }>
 
-/** How a batch is written: all its rows or none (`atomic`), or each row on its own (`per_row`). */
-export type BatchMode = 'atomic' | 'per_row'
-
-/** A unique field of a kind's records (a student's e-mail address): rows that would repeat a value taken are refused. */
-export interface UniqueField<Input> {
-  field: keyof Input & string
-  /** The value as the unique index compares it (`lower(email)`). */
-  key: (value: string) => string
-  /** Of these keys, the ones records hold already, read in the batch's transaction. */
-  taken: (keys: string[], trx: Knex) => Promise<Set<string>>
-  /** The error of a row whose value is taken. */
-  takenError: (value: string) => CodedError
-}
-
-/** What the write path needs of a kind to create its records in batches. */
-export interface BatchKind<Row, Input> {
-  resource: string
-  /**
-   * One INSERT … SELECT of these rows, in their order, returning each it made; it skips a row
-   * whose unique value another transaction took meanwhile (ON CONFLICT DO NOTHING).
-   */
-  insertion: (rows: readonly Input[]) => Insertion<Versioned<Row & { id: number }>, [rows: string]>
-  unique?: UniqueField<Input>
-}
-
-/** One row's outcome in a batch's answer: the record made, or why not. */
-export interface RowOutcome {
-  index: number
-  status: number
-  id?: number
-  etag?: string
-  error?: { code: ErrorCode, message: string, data: Record<string, string[]> }
-}
-
 declare module 'fastify' {
   interface FastifyRequest {
     /**
@@ -110,14 +72,6 @@ declare module 'fastify' {
      * Idempotency-Key; answered 201 with `answer`'s body and Location, and the record's ETag.
      */
     createRecord: <Row>(reply: FastifyReply, kind: CreatedKind<Row>, create: CreationStep<Row>, answer: (row: Row & { id: number }) => Omit<Created, 'etag'>, options?: WriteOptions) => Promise<FastifyReply>
-    /**
-     * Creates a batch of records (`rows`, the body of a route whose schema marks it a batch),
-     * each as `insertRecord` would, its audit entry and outbox row included, in one transaction
-     * and one INSERT; answers 200 with `answer`'s body around each row's outcome, in order. An
-     * atomic batch with a row refused (by its schema, or a unique value taken) writes none:
-     * 422 naming each by index. One Idempotency-Key covers the batch.
-     */
-    insertRecords: <Row, Input>(reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly Input[], mode: BatchMode, answer: (outcomes: RowOutcome[]) => unknown) => Promise<FastifyReply>
     /** An update of record `id` under If-Match: the record as changed, its ETag on `reply`. */
     updateRecord: <Row>(reply: FastifyReply, kind: RecordKind<Row>, id: number, change: UpdateStep<Row>, options?: WriteOptions) => Promise<Row>
     /** A delete of record `id` under If-Match: the record as it was. */
@@ -133,56 +87,6 @@ declare module 'fastify' {
      */
     recordStatementEvents: <Result>(events: readonly StatementEvent[], actor: StatementActor, run: (cteWrites: CteWrite[]) => Promise<Result>) => Promise<Result>
   }
-}
-
-/** Why a row of a batch was not written: its status, and the error body's code, message and fields. */
-type RowRefusal = Required<NonNullable<RowOutcome['error']>> & { status: number }
-
-/** What a row's errors call the row itself (one that is not an object). */
-const WHOLE_ROW = 'row'
-
-/** The rows of a batch that its schema refused (lib/http/validation.ts), by index. */
-function refusedBySchema (rows: readonly unknown[]): Map<number, RowRefusal> {
-  const refused = new Map<number, RowRefusal>()
-  for (const [index, errors] of invalidRows(rows)) {
-    const data = fieldErrors(errors, WHOLE_ROW)
-    refused.set(index, { status: 400, code: 'invalid_body', message: `Invalid row: ${Object.entries(data).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')}`, data })
-  }
-  return refused
-}
-
-/** An atomic batch's 422: each refused row's fields, named by index (`3.email`). */
-function refusedAll (refused: ReadonlyMap<number, RowRefusal>, rows: number): InvalidRows {
-  const data: Record<string, string[]> = {}
-  for (const [index, { data: fields }] of [...refused].sort(([a], [b]) => a - b)) {
-    for (const [field, problems] of Object.entries(fields)) data[field === WHOLE_ROW ? String(index) : `${index}.${field}`] = problems
-  }
-  return new InvalidRows(data, refused.size, rows)
-}
-
-const uniqueValue = <Input>(unique: UniqueField<Input>, row: object) => (row as Record<string, string>)[unique.field]!
-const uniqueKey = <Input>(unique: UniqueField<Input>, row: object) => unique.key(uniqueValue(unique, row))
-
-/** The refusal of a row whose unique value is taken (`holder`: by an earlier row of the batch). */
-function takenRefusal<Input> (unique: UniqueField<Input>, row: object, holder?: number): RowRefusal {
-  const error = unique.takenError(uniqueValue(unique, row))
-  const message = holder === undefined ? error.message : `${error.message} (row ${holder} of this batch has it)`
-  return { status: error.statusCode, code: error.errorCode, message, data: { [unique.field]: [message] } }
-}
-
-/** The rows of `writing` whose unique value an earlier row of the batch or a record holds, by index. */
-async function uniqueRefusals<Input> (unique: UniqueField<Input>, rows: readonly Input[], writing: number[], trx: Knex): Promise<Map<number, RowRefusal>> {
-  const refused = new Map<number, RowRefusal>()
-  const first = new Map<string, number>()
-  for (const index of writing) {
-    const key = uniqueKey(unique, rows[index]!)
-    const holder = first.get(key)
-    if (holder === undefined) first.set(key, index)
-    else refused.set(index, takenRefusal(unique, rows[index]!, holder))
-  }
-  const taken = await unique.taken([...first.keys()], trx)
-  for (const [key, index] of first) if (taken.has(key)) refused.set(index, takenRefusal(unique, rows[index]!))
-  return refused
 }
 
 /**
@@ -229,44 +133,6 @@ export default fp(async (fastify) => {
     })
     if (options.replayed === false) return sendCreated(reply, await this.guardWrite(() => created(knex)))
     return this.createOnce(reply, created)
-  })
-
-  fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly Input[], mode: BatchMode, answer: (outcomes: RowOutcome[]) => unknown) {
-    const refused = refusedBySchema(rows)
-    return this.createOnce(reply, db => inTransaction(db, async trx => {
-      let writing = rows.flatMap((_, index) => refused.has(index) ? [] : [index])
-      if (kind.unique !== undefined) {
-        for (const [index, error] of await uniqueRefusals(kind.unique, rows, writing, trx)) refused.set(index, error)
-        writing = writing.filter(index => !refused.has(index))
-      }
-      // Refused, an atomic batch names every row refused, by its schema or by the data.
-      if (mode === 'atomic' && refused.size > 0) throw refusedAll(refused, rows.length)
-
-      const made = writing.length === 0
-        ? []
-        : await insertAll(this.outboxed(this.audited(kind.insertion(writing.map(index => rows[index]!)), kind.resource), kind.resource), trx)
-      const byIndex = new Map<number, Versioned<Row & { id: number }>>()
-      if (made.length === writing.length) {
-        writing.forEach((index, i) => byIndex.set(index, made[i]!))
-      } else {
-        // Rows skipped: another transaction took their unique value after it was read.
-        const unique = kind.unique!
-        const madeByKey = new Map(made.map(row => [uniqueKey(unique, row), row]))
-        for (const index of writing) {
-          const row = madeByKey.get(uniqueKey(unique, rows[index]!))
-          if (row === undefined) refused.set(index, takenRefusal(unique, rows[index]!))
-          else byIndex.set(index, row)
-        }
-        if (mode === 'atomic') throw refusedAll(refused, rows.length)
-      }
-      const outcomes = rows.map((_, index): RowOutcome => {
-        const row = byIndex.get(index)
-        if (row !== undefined) return { index, status: 201, id: row.id, etag: versionTag(row.version) }
-        const { status, ...error } = refused.get(index)!
-        return { index, status, error }
-      })
-      return { status: 200 as const, body: answer(outcomes) }
-    }))
   })
 
   /** The If-Match of a write of `kind`: none for a kind without tags. */

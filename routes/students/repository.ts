@@ -31,7 +31,7 @@ export function studentsRepository (database: Database, conflict: (message: stri
     },
 
     /** The INSERT of a batch of new students (request.insertRecords runs it). */
-    batchInsertion: batchInsert<StudentInput, Student>(database, 'students', { age: 'smallint', dob: 'date', email: 'text', name: 'text' }, COLUMNS),
+    batchInsertion: batchInsert<StudentInput, Student>(database, 'students', { age: 'smallint', dob: 'date', email: 'text', name: 'text' }, COLUMNS, 'lower(email)'),
 
     /** The e-mail address, unique without regard to case: which of a batch's the table holds already. */
     uniqueEmail: {

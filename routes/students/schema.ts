@@ -86,7 +86,7 @@ export function studentSchemas (namespace: string, tag: string) {
       querystring: BatchQuery,
       headers: CreateHeaders,
       body: BatchBody(StudentInput),
-      response: { 200: Type.Array(Type.Ref(BatchRowOutcome), { description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 413, 415, 422) }
+      response: { 200: Type.Array(Type.Ref(BatchRowOutcome), { description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 409, 413, 415, 422) }
     },
     update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
       return {

@@ -4,7 +4,8 @@ import { CodedError } from '../../lib/http/error-codes.js'
 import { BATCH_BODY_LIMIT } from '../../lib/http/limits.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
-import type { BatchKind, FollowedKind } from '../../plugins/app/write-path.js'
+import type { BatchKind } from '../../plugins/app/batch-writes.js'
+import type { FollowedKind } from '../../plugins/app/write-path.js'
 import { Student, studentListFields, studentSchemas, studentSharedSchemas, type StudentInput, type UpdateMode } from './schema.js'
 
 export interface Variant {
@@ -49,8 +50,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
 
     if (variant.batch) {
       fastify.post('/batch', { schema: schemas.batch, bodyLimit: BATCH_BODY_LIMIT }, async (request, reply) => {
-        // The schema's default fills in the mode.
-        return request.insertRecords(reply, batchKind, request.body, request.query.mode!, outcomes => outcomes)
+        return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes => outcomes)
       })
     }
 

@@ -131,3 +131,26 @@ t.test('with the audit log and the change outbox off, a batch writes its student
   t.same(res.json<Outcome[]>().map(outcome => outcome.status), [201, 201])
   t.same([await count(app, 'students'), await count(app, 'change_outbox'), await count(app, 'audit_log')], [2, 0, 0])
 })
+
+t.test('review findings: a lone surrogate, the mode in the key\'s request, batches of the same addresses in opposite orders, a field named row', async t => {
+  const app = await build(t)
+  const lone = await app.inject({ method: 'POST', url: '/students/batch', headers: { 'content-type': 'application/json' }, payload: `[${JSON.stringify(student(1)).replace('Student 1', 'Student \\ud800')}]` })
+  t.equal(lone.statusCode, 200, 'a lone surrogate in a name is stored, as a single create stores it')
+  t.equal((await app.knex('students').first('name'))!.name, 'Student \uFFFD')
+
+  const headers = { 'idempotency-key': 'mode' }
+  t.equal((await app.inject({ method: 'POST', url: '/students/batch?mode=per_row', headers, payload: [student(2), ada] })).statusCode, 200)
+  const atomic = await app.inject({ method: 'POST', url: '/students/batch?mode=atomic', headers, payload: [student(2), ada] })
+  t.match(atomic.json(), { statusCode: 422, code: 'idempotency_key_reused' }, 'the same key and rows in another mode is another request')
+
+  // Each batch holds the other's addresses in the opposite order: inserted in the order of
+  // their addresses, neither waits for the other in a circle.
+  const shared = Array.from({ length: 1000 }, (_, n) => student(1000 + n))
+  const answers = await Promise.all([0, 1, 2, 3].map(async i => app.inject({ method: 'POST', url: '/students/batch?mode=per_row', payload: i % 2 === 0 ? shared : [...shared].reverse() })))
+  t.same(answers.map(res => res.statusCode), [200, 200, 200, 200], 'no deadlock, no 503')
+  const made = answers.flatMap(res => res.json<Outcome[]>().filter(outcome => outcome.status === 201))
+  t.equal(made.length, 1000, 'each address once')
+
+  const rowField = await app.inject({ method: 'POST', url: '/students/batch', payload: [student(200), { ...student(201), row: 1 }, 'x'] })
+  t.same(rowField.json<{ data: Record<string, string[]> }>().data, { '1.row': ['is not allowed'], 2: ['must be object'] })
+})

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { versionTag } from '../../../../lib/http/entity-tags.js'
 import { BATCH_BODY_LIMIT } from '../../../../lib/http/limits.js'
 import { clientsRepository } from './repository.js'
-import type { BatchKind, FollowedKind } from '../../../../plugins/app/write-path.js'
+import type { BatchKind } from '../../../../plugins/app/batch-writes.js'
+import type { FollowedKind } from '../../../../plugins/app/write-path.js'
 import { Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas, type ClientInput } from './schema.js'
 
 /** `/api/clients`: the first backend's clients resource, behind the client-* permissions. */
@@ -30,8 +31,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/batch', { schema: clientSchemas.batch, bodyLimit: BATCH_BODY_LIMIT, onRequest: fastify.can('client-create') }, async (request, reply) => {
-    // The schema's default fills in the mode.
-    return request.insertRecords(reply, batchKind, request.body, request.query.mode!, outcomes =>
+    return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes =>
       ({ success: true as const, data: outcomes, message: `${outcomes.filter(outcome => outcome.status === 201).length} of ${outcomes.length} clients created` }))
   })
 

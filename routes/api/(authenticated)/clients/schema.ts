@@ -76,7 +76,7 @@ export const clientSchemas = {
     querystring: BatchQuery,
     headers: CreateHeaders,
     body: BatchBody(ClientInput),
-    response: { 200: { ...Envelope(Type.Array(Type.Ref(BatchRowOutcome))), description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }, ...errorResponses(400, 401, 403, 413, 415, 422) }
+    response: { 200: { ...Envelope(Type.Array(Type.Ref(BatchRowOutcome))), description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }, ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,

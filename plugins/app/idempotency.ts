@@ -42,7 +42,7 @@ declare module 'fastify' {
   }
 }
 
-/** Answers 201 with what a create made. */
+/** Answers what a create made: 201 with its Location (and ETag), or a batch's 200. */
 export function sendCreated (reply: FastifyReply, created: Created | BatchAnswer): FastifyReply {
   reply.code(answeredStatus(created)).headers(answeredHeaders(created))
   return reply.send(created.body)
@@ -116,8 +116,8 @@ const SWEEP = `delete from idempotency_keys where ctid = any(array(
  * runs, 409 with Retry-After (`createOnce`), or the first's answer once its statement commits
  * (`insertOnce`: a create of one INSERT, whose key is kept in that INSERT's own statement, one
  * round trip as a create without a key is). Only a success is kept (a create's 201, a batch's
- * 200): an error leaves the key free
- * to retry, as the statement or transaction that would have kept it rolled back with the write.
+ * 200): an error leaves the key free to retry, as the statement or transaction that would have
+ * kept it rolled back with the write.
  */
 export default fp(async (fastify) => {
   const { knex } = fastify

@@ -1,3 +1,4 @@
+import net from 'node:net'
 import t from 'tap'
 import { build } from '../../helper.js'
 import { bearer, userWithRoles } from '../api/accounts.js'
@@ -153,4 +154,34 @@ t.test('review findings: a lone surrogate, the mode in the key\'s request, batch
 
   const rowField = await app.inject({ method: 'POST', url: '/students/batch', payload: [student(200), { ...student(201), row: 1 }, 'x'] })
   t.same(rowField.json<{ data: Record<string, string[]> }>().data, { '1.row': ['is not allowed'], 2: ['must be object'] })
+})
+
+t.test('a batch whose connection drops as it is sent, then retried with its key until answered: one copy of each row', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  const rows = Array.from({ length: 1000 }, (_, n) => student(n))
+  const body = JSON.stringify(rows)
+  const headers = { 'content-type': 'application/json', 'idempotency-key': 'dropped' }
+  // The whole request, then the connection reset before any answer: the client never learns.
+  await new Promise<void>((resolve, reject) => {
+    const socket = net.connect(port, '127.0.0.1', () => {
+      socket.write(`POST /students/batch HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`, () => {
+        socket.resetAndDestroy()
+        resolve()
+      })
+    }).on('error', reject)
+  })
+  // Retried, as a client does after a lost answer: a 409 while the first still runs, then its answer.
+  let retry: Response
+  for (;;) {
+    retry = await fetch(`http://127.0.0.1:${port}/students/batch`, { method: 'POST', headers, body })
+    if (retry.status !== 409) break
+    await new Promise(resolve => setTimeout(resolve, 100))
+  }
+  t.equal(retry.status, 200)
+  const outcomes = await retry.json() as Outcome[]
+  t.ok(outcomes.every(outcome => outcome.status === 201), 'every row made, by the first request or by the retry')
+  t.equal(await count(app, 'students'), 1000, 'one copy of each row')
+  t.equal(await count(app, 'change_outbox'), 1000, 'one event each')
 })

@@ -12,13 +12,15 @@ import { fieldErrors } from './errors.js'
 /** How a batch is written: all its rows or none (`atomic`, the default), or each on its own (`per_row`). */
 export type BatchMode = 'atomic' | 'per_row'
 
-/** A unique field of a kind's records (a student's e-mail address): a row that would repeat a value taken is refused. */
+/**
+ * A unique field of a kind's records (a student's e-mail address): a row that would repeat a
+ * value taken, by a record or by an earlier row of the batch, is refused. The INSERT skips a
+ * row whose value a record holds (lib/db/batch-insert.ts), and the batch tells it.
+ */
 export interface UniqueField<Input> {
   field: keyof Input & string
   /** The value as the unique index compares it (`lower(email)`). */
   key: (value: string) => string
-  /** Of these keys, the ones records hold already, read in the batch's transaction. */
-  taken: (keys: string[], trx: Knex) => Promise<Set<string>>
   /** The error of a row whose value is taken. */
   takenError: (value: string) => CodedError
 }
@@ -95,17 +97,15 @@ function takenRefusal<Input> (unique: UniqueField<Input>, row: unknown, index: n
   return { status: error.statusCode, error: { code: error.errorCode, message, data: { [unique.field]: [message] } }, indexed: { [`${index}.${unique.field}`]: [message] } }
 }
 
-/** The rows of `writing` whose unique value a record or an earlier row of the batch holds, by index. */
-async function uniqueRefusals<Input> (unique: UniqueField<Input>, rows: readonly unknown[], writing: number[], trx: Knex): Promise<Map<number, RowRefusal>> {
+/** The rows of `writing` whose unique value an earlier row of the batch holds, by index. */
+function repeatedValues<Input> (unique: UniqueField<Input>, rows: readonly unknown[], writing: number[]): Map<number, RowRefusal> {
   const refused = new Map<number, RowRefusal>()
-  const taken = await unique.taken([...new Set(writing.map(index => uniqueKey(unique, rows[index])))], trx)
   const first = new Map<string, number>()
   for (const index of writing) {
     const key = uniqueKey(unique, rows[index])
     const holder = first.get(key)
-    if (taken.has(key)) refused.set(index, takenRefusal(unique, rows[index], index))
-    else if (holder !== undefined) refused.set(index, takenRefusal(unique, rows[index], index, holder))
-    else first.set(key, index)
+    if (holder === undefined) first.set(key, index)
+    else refused.set(index, takenRefusal(unique, rows[index], index, holder))
   }
   return refused
 }
@@ -113,7 +113,7 @@ async function uniqueRefusals<Input> (unique: UniqueField<Input>, rows: readonly
 /**
  * Batches of creates, on the write path's road (plugins/app/write-path.ts): the write guard and
  * time limit and the Idempotency-Key (`createOnce`), one transaction, the rows' checks against
- * the data, then one INSERT whose audit entries and outbox rows ride in its own statement.
+ * the batch, then one INSERT whose audit entries and outbox rows ride in its own statement.
  */
 export default fp(async (fastify) => {
   fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly unknown[], mode: BatchMode | undefined, answer: (outcomes: RowOutcome[]) => unknown) {
@@ -124,29 +124,29 @@ export default fp(async (fastify) => {
         let writing = rows.flatMap((_, index) => refused.has(index) ? [] : [index])
         const { unique } = kind
         if (unique !== undefined) {
-          for (const [index, refusal] of await uniqueRefusals(unique, rows, writing, trx)) refused.set(index, refusal)
+          for (const [index, refusal] of repeatedValues(unique, rows, writing)) refused.set(index, refusal)
           // In the order of their unique values: two batches that share values take them in
           // the same order, and so never wait for each other in a circle (a deadlock).
           writing = writing.filter(index => !refused.has(index)).sort((a, b) => uniqueKey(unique, rows[a]) < uniqueKey(unique, rows[b]) ? -1 : 1)
         }
-        // Refused, an atomic batch names every row refused, by its schema or by the data.
-        if (atomic && refused.size > 0) throw refusedAll(refused, rows.length)
-
+        // The rows that remain, even where an atomic batch is refused already: the INSERT tells
+        // which of them a record's value refuses too, and is rolled back with the 422.
         const insertion = kind.insertion(writing.map(index => rows[index] as Input))
         const made = writing.length === 0 ? [] : await insertAll(this.outboxed(this.audited(insertion, kind.resource), kind.resource), trx)
         const byIndex = new Map<number, Versioned<Row & { id: number }>>()
         if (unique === undefined) {
           writing.forEach((index, i) => byIndex.set(index, made[i]!))
         } else {
-          // Rows skipped: another transaction took their unique value after it was read.
+          // Rows skipped: a record holds their value (one committed meanwhile, too).
           const madeByKey = new Map(made.map(row => [uniqueKey(unique, row), row]))
           for (const index of writing) {
             const row = madeByKey.get(uniqueKey(unique, rows[index]))
             if (row === undefined) refused.set(index, takenRefusal(unique, rows[index], index))
             else byIndex.set(index, row)
           }
-          if (atomic && refused.size > 0) throw refusedAll(refused, rows.length)
         }
+        // Refused, an atomic batch names every row refused, by its schema or by the data.
+        if (atomic && refused.size > 0) throw refusedAll(refused, rows.length)
         const outcomes = rows.map((_, index): RowOutcome => {
           const row = byIndex.get(index)
           if (row !== undefined) return { index, status: 201, id: row.id, etag: versionTag(row.version) }

@@ -33,16 +33,8 @@ export function studentsRepository (database: Database, conflict: (message: stri
     /** The INSERT of a batch of new students (request.insertRecords runs it). */
     batchInsertion: batchInsert<StudentInput, Student>(database, 'students', { age: 'smallint', dob: 'date', email: 'text', name: 'text' }, COLUMNS, 'lower(email)'),
 
-    /** The e-mail address, unique without regard to case: which of a batch's the table holds already. */
-    uniqueEmail: {
-      field: 'email' as const,
-      key: (email: string) => email.toLowerCase(),
-      async taken (keys: string[], trx: Knex): Promise<Set<string>> {
-        const { rows } = await trx.raw<{ rows: Array<{ key: string }> }>(
-          'select lower(email) as key from students where lower(email) in (select jsonb_array_elements_text(?::jsonb))', [JSON.stringify(keys)])
-        return new Set(rows.map(row => row.key))
-      }
-    },
+    /** The e-mail address, unique without regard to case (`students_email_unique`). */
+    uniqueEmail: { field: 'email' as const, key: (email: string) => email.toLowerCase() },
 
     /**
      * The student as it stands, locked until `trx` ends: what the write path checks and records.

@@ -66,6 +66,8 @@ t.test('a per-row batch makes the rows that can be, and tells each other row\'s 
 
   const none = await app.inject({ method: 'POST', url: '/students/batch?mode=per_row', payload: [ada] })
   t.same(none.json<Outcome[]>().map(outcome => outcome.status), [409], 'a batch of none made answers 200 with its one refusal')
+  const invalid = await app.inject({ method: 'POST', url: '/students/batch?mode=per_row', payload: [{}, null] })
+  t.same(invalid.json<Outcome[]>().map(outcome => outcome.status), [400, 400], 'a batch of no valid row, too')
 })
 
 t.test('one Idempotency-Key covers a batch: a retry gets the same answer, and no second copy', async t => {

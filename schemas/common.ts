@@ -71,6 +71,24 @@ export function ListResponse (page: TSchema, description: string) {
   })
 }
 
+/**
+ * A list's answer (`ListResponse`) that is also exported, as `Accept` asks: every row its
+ * filters and sort match, with no page limit, as CSV or NDJSON (plugins/app/lists.ts).
+ */
+export function Exportable (response: TSchema) {
+  const { description, headers, ...json } = response as TSchema & { description: string, headers: Record<string, TSchema> }
+  const told = 'Every row the filters and sort match, after `cursor` or `after` if given, with no page limit (`limit` and `count` do not apply; neither `Link` nor `X-Total-Count` is sent), read from one snapshot of the table and streamed as it is read, in the fields and forms of the JSON answer'
+  return {
+    description: `${description}; with \`Accept: text/csv\` or \`application/x-ndjson\`, the whole list`,
+    headers,
+    content: {
+      'application/json': { schema: json },
+      'text/csv': { schema: Type.String({ description: `${told}: a header line naming the fields, then a line a row (RFC 4180, CRLF); an empty field is a null` }) },
+      'application/x-ndjson': { schema: Type.String({ description: `${told}: a line a row, each the JSON of the record` }) }
+    }
+  }
+}
+
 /** A response's schema with its description and headers: a named schema is referenced. */
 function described (schema: TSchema, description: string, headers: Record<string, TSchema>) {
   const options = { description, headers }

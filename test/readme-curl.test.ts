@@ -146,8 +146,8 @@ t.test('every curl line of the README and docs/ runs as written against the serv
     if (shown) t.equal(status, Number(shown), `${example.where}: answers ${shown}, as the README shows`, { command, body: text })
     else t.ok(status >= 200 && status < 300, `${example.where}: answers 2xx (${status})`, { command, body: text })
 
-    // What the answer makes known to the examples that follow.
-    const answer = text ? JSON.parse(text) : {}
+    // What the answer makes known to the examples that follow (a JSON one: an export is CSV or NDJSON).
+    const answer = /^content-type: application\/json/im.test(await readFile(headers, 'utf8')) ? JSON.parse(text) : {}
     if (answer.token_type === 'Bearer') Object.assign(state, { token: answer.data, refresh: answer.refresh_token })
     if (typeof answer.secret === 'string' && answer.secret.startsWith('sk_')) state.key = { id: answer.data.id, secret: answer.secret }
     const newPassword = /"password":"([^"]*)"/.exec(command)?.[1]

@@ -13,7 +13,8 @@ import createClient from 'openapi-fetch'
 import type { paths } from './api.js'
 
 const baseUrl = process.argv[2] ?? 'http://127.0.0.1:3000'
-const api = createClient<paths>({
+// The JSON answers: the lists also answer CSV and NDJSON (their exports), which this client does not read.
+const api = createClient<paths, 'application/json'>({
   baseUrl,
   fetch: request => fetch(request).catch((error: Error & { cause?: Error }) => {
     console.error(`not ok - no answer from ${baseUrl} (${error.cause?.message ?? error.message}): is the service running (npm start)?`)

@@ -4,7 +4,9 @@ import type pg from 'pg'
 import { FifoMap } from 'toad-cache'
 import type { ListFields, ListRequest } from '../http/list-query.js'
 import { MAX_ID, MAX_POSITION } from '../http/limits.js'
-import { jsonRows, type JsonRow } from './json-row-writer.js'
+import { csvHeader, csvRowWriter } from './csv-row-writer.js'
+import { exportBatches } from './export-cursor.js'
+import { jsonRows, jsonRowWriter, type JsonRow } from './json-row-writer.js'
 import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
 import { versionColumn, type Versioned } from './row-versions.js'
@@ -60,6 +62,12 @@ const ESTIMATES_KEPT = 1000
  * few): counting those would read the whole list to find them.
  */
 export const EXACT_COUNT_BELOW = 10_000
+
+/** The rows an export reads at a time: enough that a fetch's round trip costs little a row. */
+const EXPORT_FETCH = 1000
+
+/** A row writer's JSON as a line of NDJSON. */
+const jsonLine = (write: (values: (string | null)[]) => string) => (values: (string | null)[]) => write(values) + '\n'
 
 /** Values as PostgreSQL writes them: the rows are written as JSON from its text. */
 const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig
@@ -175,6 +183,23 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
       // rows deleted in between would make it fewer.
       const shown = found.rows.length + (found.next ? 1 : 0)
       return { ...found, total: Math.max(total ?? await count(request, through), shown) }
+    },
+
+    /**
+     * Every row the list's filters and sort match, after its cursor if it has one, with no page
+     * limit: written as `format` (NDJSON lines or CSV lines after a header), a fetch of the
+     * list's cursor at a time (lib/db/export-cursor.ts), from one snapshot.
+     */
+    async * export (request: ListRequest, format: 'csv' | 'ndjson'): AsyncGenerator<string> {
+      const { sql, bindings } = applyKeyset(applyFilters(rows(knex).select(columns), fields, request.filters, customFilters), orderKeys(fields, id, request, idType), request.after).toSQL().toNative()
+      if (format === 'csv') yield csvHeader(schema)
+      let write: ((values: (string | null)[]) => string) | undefined
+      for await (const batch of exportBatches(pool, sql, bindings as unknown[], EXPORT_FETCH)) {
+        write ??= format === 'csv' ? csvRowWriter(schema, batch.fields) : jsonLine(jsonRowWriter(schema, batch.fields, references))
+        let text = ''
+        for (const values of batch.rows) text += write(values)
+        yield text
+      }
     },
 
     /** The SQL and values a page of this list runs, for EXPLAIN. */

@@ -1,5 +1,7 @@
+import { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import Negotiator from 'negotiator'
 import type { ListPage } from '../../lib/db/keyset-table.js'
 import { cursorSecret } from '../../lib/http/cursor.js'
 import { listRequest, type ListFields, type ListQuery, type ListRequest } from '../../lib/http/list-query.js'
@@ -14,7 +16,18 @@ export interface Lists {
   request (request: FastifyRequest, fields: ListFields, defaultSort?: readonly string[], scope?: string): ListRequest
   /** Sends a page, with `Link` to the next and `X-Total-Count` as asked; `envelope` as /api answers. */
   send (reply: FastifyReply, list: ListRequest, page: ListPage, options: { path: string, envelope?: boolean }): FastifyReply
+  /** The export a GET asks for by its `Accept` (`text/csv`, `application/x-ndjson`) over JSON; none for JSON, or a HEAD. */
+  exportFormat (request: FastifyRequest): ExportFormat | undefined
+  /** Streams an export's text as it is read (`rows`: a list's `export`), as `name.csv` or `name.ndjson`. */
+  sendExport (reply: FastifyReply, rows: AsyncIterable<string>, format: ExportFormat, name: string): FastifyReply
 }
+
+/** The forms a list exports in, besides its JSON pages. */
+export type ExportFormat = 'csv' | 'ndjson'
+
+/** Each form's media type; JSON's first, the answer to `*\/*` or no `Accept`. */
+export const EXPORT_TYPES: Record<ExportFormat, string> = { csv: 'text/csv', ndjson: 'application/x-ndjson' }
+const OFFERED = ['application/json', EXPORT_TYPES.csv, EXPORT_TYPES.ndjson]
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -28,6 +41,20 @@ export default fp(async (fastify) => {
   const secret = cursorSecret(fastify.config.auth.jwtSecret)
   fastify.decorate('lists', {
     request: (request, fields, defaultSort, scope = request.routeOptions.url!) => listRequest(scope, fields, request.query as ListQuery, secret, defaultSort),
-    send: (reply, list, page, { path, envelope }) => sendPage(reply, list, page, { path, secret, envelope })
+    send: (reply, list, page, { path, envelope }) => sendPage(reply, list, page, { path, secret, envelope }),
+    exportFormat (request) {
+      if (request.method !== 'GET' || request.headers.accept === undefined) return undefined
+      const chosen = new Negotiator({ headers: { accept: request.headers.accept } }).mediaType(OFFERED)
+      return chosen === EXPORT_TYPES.csv ? 'csv' : chosen === EXPORT_TYPES.ndjson ? 'ndjson' : undefined
+    },
+    sendExport (reply, rows, format, name) {
+      return reply
+        .type(format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8')
+        .header('content-disposition', `attachment; filename="${name}.${format}"`)
+        .header('cache-control', 'no-store')
+        // Proxies that buffer answers (nginx) pass this one on as it comes.
+        .header('x-accel-buffering', 'no')
+        .send(Readable.from(rows))
+    }
   } satisfies Lists)
 }, { name: 'lists', dependencies: ['config'] })

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../lib/http/list-query.js'
-import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
+import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, errorResponses, Exportable, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
 
 /** The writable fields of a student. */
 const studentFields = {
@@ -51,14 +51,18 @@ const SomeFields = AtLeastOneOf(Type.Object(studentFields), { description: 'Any 
 export function studentSchemas (namespace: string, tag: string) {
   const common = { tags: [tag], security: [] }
   return {
-    index: {
-      ...common,
-      operationId: `${namespace}.index`,
-      summary: 'List students',
-      description: 'Students, filtered and sorted as asked (by default all, in id order), one page at a time. When more follow, a `Link: <…>; rel="next"` header points at the next page.',
-      querystring: listQuerySchema(studentListFields),
-      headers: ReadHeaders,
-      response: { 200: ListResponse(StudentList, 'One page of students'), 304: NotModified, ...errorResponses(400) }
+    index: (exported: boolean) => {
+      const page = ListResponse(StudentList, 'One page of students')
+      return {
+        ...common,
+        operationId: `${namespace}.index`,
+        summary: 'List students',
+        description: 'Students, filtered and sorted as asked (by default all, in id order), one page at a time. When more follow, a `Link: <…>; rel="next"` header points at the next page.' +
+          (exported ? ' With `Accept: text/csv` or `application/x-ndjson`, every student the filters and sort match, streamed.' : ''),
+        querystring: listQuerySchema(studentListFields),
+        headers: ReadHeaders,
+        response: { 200: exported ? Exportable(page) : page, 304: NotModified, ...errorResponses(400) }
+      }
     },
     show: {
       ...common,

@@ -17,8 +17,8 @@ export interface Variant {
   update: UpdateMode
   /** Whether PATCH is offered beside PUT. */
   patch: boolean
-  /** Whether `POST /batch` is offered. */
-  batch: boolean
+  /** Whether the bulk routes are offered: `POST /batch`, and the list exported as CSV or NDJSON. */
+  bulk: boolean
 }
 
 /** The five student operations; both variants serve the same table. */
@@ -32,8 +32,10 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const emailTaken = (email: string) => new CodedError('email_taken', `A student with e-mail ${email} already exists`)
     const batchKind: BatchKind<Student, StudentInput> = { resource: 'student', insertion: students.batchInsertion, unique: { ...students.uniqueEmail, takenError: emailTaken } }
 
-    fastify.get('/', { schema: schemas.index }, async (request, reply) => {
+    fastify.get('/', { schema: schemas.index(variant.bulk) }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)
+      const format = variant.bulk ? fastify.lists.exportFormat(request) : undefined
+      if (format !== undefined) return fastify.lists.sendExport(reply, students.export(list, format), format, 'students')
       return fastify.lists.send(reply, list, await students.query(list), { path: fastify.prefix })
     })
 
@@ -48,7 +50,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
         ({ body: student, location: `${fastify.prefix}/${student.id}` }))
     })
 
-    if (variant.batch) {
+    if (variant.bulk) {
       fastify.post('/batch', { schema: schemas.batch, bodyLimit: BATCH_BODY_LIMIT }, async (request, reply) => {
         return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes => outcomes)
       })

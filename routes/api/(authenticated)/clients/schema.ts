@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
+import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, Envelope, Exportable, errorResponses, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
 export const clientFields = {
   name: Type.String({ minLength: 1, maxLength: 255, example: 'Acme Sp. z o.o.' }),
@@ -45,10 +45,10 @@ export const clientSchemas = {
     ...auth,
     operationId: 'clients.index',
     summary: 'List clients',
-    description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs client-list.',
+    description: 'Filtered and sorted as asked (by default all, in id order), `limit` at a time (default 100, at most 1000); needs client-list. With `Accept: text/csv` or `application/x-ndjson`, every client the filters and sort match, streamed (no envelope).',
     querystring: listQuerySchema(clientListFields),
     headers: ReadHeaders,
-    response: { 200: ListResponse(Envelope(Type.Array(Type.Ref(Client))), 'One page of clients'), 304: NotModified, ...errorResponses(400, 401, 403) }
+    response: { 200: Exportable(ListResponse(Envelope(Type.Array(Type.Ref(Client))), 'One page of clients')), 304: NotModified, ...errorResponses(400, 401, 403) }
   },
   show: {
     ...auth,

@@ -42,8 +42,8 @@ async function processTree (pid: number, read: (pid: number) => Promise<number>)
   return await read(pid) + ofChildren.reduce((a, b) => a + b, 0)
 }
 
-/** Resident set size in MB. */
-const rssMb = (pid: number) => processTree(pid, async pid => {
+/** Resident set size in MB, of a process and its children. */
+export const rssMb = (pid: number) => processTree(pid, async pid => {
   const kb = /VmRSS:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8').catch(() => ''))?.[1]
   return kb ? Number(kb) / 1024 : 0
 })

@@ -15,7 +15,7 @@ import { barChart } from './chart.js'
 import { benchFeed, type FeedFigures } from './feed.js'
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../test/setup/pgbouncer.js'
 import { benchDatabase, freePort, start, stop, type Server } from './harness.js'
-import { measure, median, pairedRatio, postmasterOf, type Measured, type Request } from './load.js'
+import { measure, median, pairedRatio, postmasterOf, rssMb, type Measured, type Request } from './load.js'
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3)
@@ -161,6 +161,7 @@ try {
   const peer = await start('peer', ['--import', 'tsx', 'bench/servers/peer.ts'], bareEnv)
   servers.push(ceiling, postgresCeiling, peer)
 
+  let exported: ExportFigures | undefined
   let n = 0
   const randomId = (max: number) => 1 + Math.floor(Math.random() * max)
   const newStudent = () => JSON.stringify({ name: 'New Student', email: `new${++n}-${process.pid}@example.com`, age: 30, dob: '1995-05-05' })
@@ -284,7 +285,7 @@ try {
 
   // Lists at a million students: the rows seeded so far and 989,000 more, analyzed. Each list
   // is held to the plain page of 100 measured in the same rounds.
-  const million = ['million: plain page of 100', 'million: filtered and sorted page', 'million: name contains', 'million: page 5,000 of a sorted list', 'million: first page of a sorted list', 'million: count=estimated', 'million: count=exact']
+  const million = ['million: export', 'million: plain page of 100', 'million: filtered and sorted page', 'million: name contains', 'million: page 5,000 of a sorted list', 'million: first page of a sorted list', 'million: count=estimated', 'million: count=exact']
   if (million.some(chosen)) {
     await db.query(`insert into students (name, email, age, dob)
       select 'Student ' || md5(g::text), 'million' || g || '@example.com', 18 + g % 60, date '1950-01-01' + g % 20000
@@ -322,6 +323,7 @@ try {
       { name: 'million: count=exact', next: () => ({ method: 'GET', path: '/students?age[gte]=20&limit=100&count=exact' }) }
     ]]
     console.error(`${count} students; measuring the lists`)
+    if (chosen('million: export')) exported = await benchExport(server, database, service, count as number)
     for (const lists of groups) {
       const figures = await measure(lists.map(list => ({ url: service.url, pid: service.process.pid!, next: list.next })), plainPage, opts)
       for (const [i, { name }] of lists.entries()) {
@@ -410,12 +412,16 @@ try {
       `from a write's answer to its message, p50 ${feed.lagP50.toFixed(0)} ms, p99 ${feed.lagP99.toFixed(0)} ms, max ${feed.lagMax.toFixed(0)} ms, ${feed.missed} missed; ` +
       `webhook deliveries, two instances sending: ${feed.deliveriesPerSecond.toFixed(0)}/s (${feed.deliveries} delivered)`)
   }
+  if (exported) {
+    console.log(`\nthe whole list of ${exported.rows} students as CSV, ${REPEAT} times: the service ${exported.serviceRowsPerSecond.toFixed(0)} rows/s (peak RSS ${exported.peakRssMb.toFixed(0)} MB), ` +
+      `psql's COPY of the same query ${exported.copyRowsPerSecond.toFixed(0)} rows/s; service ÷ COPY ${exported.ratio.toFixed(2)}`)
+  }
   console.log('ratios between targets of the same rounds, the median of the rounds\' ratios:')
   for (const [name, value] of Object.entries(derived)) if (value !== undefined) console.log(`${name}: ${value.toFixed(2)}`)
 
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
-  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, feed, results }, null, 2) + '\n')
+  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, feed, exported, results }, null, 2) + '\n')
   const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [TRACED]: '#3182ce', [UNAUTHENTICATED]: '#90cdf4', [KEYED]: '#4299e1', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,
@@ -425,4 +431,41 @@ try {
   for (const s of servers) await stop(s)
   pgbouncer?.stop()
   await drop()
+}
+
+interface ExportFigures { rows: number, serviceRowsPerSecond: number, copyRowsPerSecond: number, ratio: number, peakRssMb: number }
+
+/**
+ * The whole list as CSV (`Accept: text/csv`), read to its end by one client, beside psql's
+ * `COPY (the same query, its timestamps in the JSON's form) TO STDOUT`, alternately REPEAT times: the medians of
+ * the rows a second, and the service's peak resident memory meanwhile (sampled every 50 ms).
+ */
+async function benchExport (server: { host: string, port: number, user: string, password: string }, database: string, service: Server, rows: number): Promise<ExportFigures> {
+  const services: number[] = []
+  const copies: number[] = []
+  let peakRssMb = 0
+  for (let round = 0; round < REPEAT; round++) {
+    const sampler = setInterval(() => { rssMb(service.process.pid!).then(mb => { peakRssMb = Math.max(peakRssMb, mb) }, () => {}) }, 50)
+    let started = performance.now()
+    const res = await fetch(`${service.url}/students`, { headers: { accept: 'text/csv' } })
+    let lines = -1
+    // Line ends counted by Buffer's search, natively: a loop of JavaScript over 100 MB would cost the client more than the service.
+    for await (const chunk of res.body! as unknown as AsyncIterable<Uint8Array>) {
+      const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+      for (let at = buffer.indexOf(10); at >= 0; at = buffer.indexOf(10, at + 1)) lines++
+    }
+    clearInterval(sampler)
+    if (lines !== rows) throw new Error(`the export sent ${lines} rows of ${rows}`)
+    services.push(rows / ((performance.now() - started) / 1000))
+    started = performance.now()
+    const copy = spawn('psql', ['-h', server.host, '-p', String(server.port), '-U', server.user, '-d', database, '-Atqc',
+      `copy (select id, name, email, age, dob, ${['created_at', 'updated_at'].map(column => `to_char(date_trunc('milliseconds', ${column}) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column}`).join(', ')} from students order by id) to stdout (format csv, header)`],
+    { env: { ...process.env, PGPASSWORD: server.password }, stdio: ['ignore', 'ignore', 'inherit'] })
+    const [code] = await once(copy, 'exit') as [number]
+    if (code !== 0) throw new Error(`psql's COPY exited ${code}`)
+    copies.push(rows / ((performance.now() - started) / 1000))
+  }
+  const serviceRowsPerSecond = median(services)
+  const copyRowsPerSecond = median(copies)
+  return { rows, serviceRowsPerSecond, copyRowsPerSecond, ratio: serviceRowsPerSecond / copyRowsPerSecond, peakRssMb }
 }

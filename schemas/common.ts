@@ -83,7 +83,7 @@ export function Exportable (response: TSchema) {
     headers,
     content: {
       'application/json': { schema: json },
-      'text/csv': { schema: Type.String({ description: `${told}: a header line naming the fields, then a line a row (RFC 4180, CRLF); an empty field is a null` }) },
+      'text/csv': { schema: Type.String({ description: `${told}: a header line naming the fields, then a line a row, each ended by LF, a field quoted as RFC 4180 says where it needs it; an empty field is a null` }) },
       'application/x-ndjson': { schema: Type.String({ description: `${told}: a line a row, each the JSON of the record` }) }
     }
   }

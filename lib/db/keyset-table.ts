@@ -4,9 +4,9 @@ import type pg from 'pg'
 import { FifoMap } from 'toad-cache'
 import type { ListFields, ListRequest } from '../http/list-query.js'
 import { MAX_ID, MAX_POSITION } from '../http/limits.js'
-import { csvHeader, csvRowWriter } from './csv-row-writer.js'
-import { exportBatches } from './export-cursor.js'
-import { jsonRows, jsonRowWriter, type JsonRow } from './json-row-writer.js'
+import type { Readable } from 'node:stream'
+import { copyExport } from './export-copy.js'
+import { jsonRows, type JsonRow } from './json-row-writer.js'
 import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
 import { versionColumn, type Versioned } from './row-versions.js'
@@ -63,11 +63,16 @@ const ESTIMATES_KEPT = 1000
  */
 export const EXACT_COUNT_BELOW = 10_000
 
-/** The rows an export reads at a time: enough that a fetch's round trip costs little a row. */
-const EXPORT_FETCH = 1000
-
-/** A row writer's JSON as a line of NDJSON. */
-const jsonLine = (write: (values: (string | null)[]) => string) => (values: (string | null)[]) => write(values) + '\n'
+/**
+ * A column as an export shows it, the form of the JSON answers: a timestamp in ISO 8601 UTC
+ * with milliseconds (cut, not rounded, as lib/db/pg-types.ts writes it); anything else as it is.
+ */
+function exportedValue (knex: Knex, column: string, property: TSchema): Knex.Raw {
+  if (property.type === 'string' && property.format === 'date-time') {
+    return knex.raw('to_char(date_trunc(\'milliseconds\', ??) at time zone \'UTC\', \'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\')', [column])
+  }
+  return knex.raw('??', [column])
+}
 
 /** Values as PostgreSQL writes them: the rows are written as JSON from its text. */
 const AS_TEXT = { getTypeParser: () => (value: string) => value } as unknown as pg.CustomTypesConfig
@@ -86,6 +91,8 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
   const shown = (knex: Knex, through: number) => settled ? rows(knex).where(id, '<=', through) : rows(knex)
   // A page's cursor takes each sort key from the row, by the name the row has it under.
   const selected = new Set(columns.filter(column => typeof column === 'string').map(column => column.split('.').at(-1)))
+  /** The column a field of the record is read from, by its name. */
+  const columnOf = (name: string) => columns.find((column): column is string => typeof column === 'string' && column.split('.').at(-1) === name)!
   for (const [field, { column, sortable }] of Object.entries(fields)) {
     if (column === undefined && !customFilters[field]) throw new Error(`The list field ${field} of ${name} has neither a column nor a filter of its own`)
     if (sortable && (column === undefined || !selected.has(field))) throw new Error(`The sortable list field ${field} of ${name} is not a column the list selects under that name`)
@@ -187,19 +194,16 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
 
     /**
      * Every row the list's filters and sort match, after its cursor if it has one, with no page
-     * limit: written as `format` (NDJSON lines or CSV lines after a header), a fetch of the
-     * list's cursor at a time (lib/db/export-cursor.ts), from one snapshot.
+     * limit, as PostgreSQL's COPY writes it (lib/db/export-copy.ts), from one snapshot: CSV
+     * with a header, or NDJSON; each field as the JSON answers show it. For tables not `settled`.
      */
-    async * export (request: ListRequest, format: 'csv' | 'ndjson'): AsyncGenerator<string> {
-      const { sql, bindings } = applyKeyset(applyFilters(rows(knex).select(columns), fields, request.filters, customFilters), orderKeys(fields, id, request, idType), request.after).toSQL().toNative()
-      if (format === 'csv') yield csvHeader(schema)
-      let write: ((values: (string | null)[]) => string) | undefined
-      for await (const batch of exportBatches(pool, sql, bindings as unknown[], EXPORT_FETCH)) {
-        write ??= format === 'csv' ? csvRowWriter(schema, batch.fields) : jsonLine(jsonRowWriter(schema, batch.fields, references))
-        let text = ''
-        for (const values of batch.rows) text += write(values)
-        yield text
-      }
+    async export (request: ListRequest, format: 'csv' | 'ndjson'): Promise<Readable> {
+      const fieldsShown = Object.entries(schema.properties).map(([name, property]) => ({ name, value: exportedValue(knex, columnOf(name), property) }))
+      const selected = format === 'csv'
+        ? fieldsShown.map(({ name, value }) => knex.raw('? as ??', [value, name]))
+        : [knex.raw(`json_build_object(${fieldsShown.map(() => '?, ?').join(', ')})::text`, fieldsShown.flatMap(({ name, value }) => [name, value]))]
+      const { sql, bindings } = applyKeyset(applyFilters(rows(knex).select(selected), fields, request.filters, customFilters), orderKeys(fields, id, request, idType), request.after).toSQL().toNative()
+      return copyExport(pool, sql, bindings as unknown[], format === 'csv' ? 'csv' : 'lines')
     },
 
     /** The SQL and values a page of this list runs, for EXPLAIN. */

@@ -1,4 +1,4 @@
-import { Readable } from 'node:stream'
+import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import Negotiator from 'negotiator'
@@ -18,8 +18,8 @@ export interface Lists {
   send (reply: FastifyReply, list: ListRequest, page: ListPage, options: { path: string, envelope?: boolean }): FastifyReply
   /** The export a GET asks for by its `Accept` (`text/csv`, `application/x-ndjson`) over JSON; none for JSON, or a HEAD. */
   exportFormat (request: FastifyRequest): ExportFormat | undefined
-  /** Streams an export's text as it is read (`rows`: a list's `export`), as `name.csv` or `name.ndjson`. */
-  sendExport (reply: FastifyReply, rows: AsyncIterable<string>, format: ExportFormat, name: string): FastifyReply
+  /** Streams an export as it is read (`rows`: a list's `export`), as `name.csv` or `name.ndjson`. */
+  sendExport (reply: FastifyReply, rows: Readable, format: ExportFormat, name: string): FastifyReply
 }
 
 /** The forms a list exports in, besides its JSON pages. */
@@ -54,7 +54,7 @@ export default fp(async (fastify) => {
         .header('cache-control', 'no-store')
         // Proxies that buffer answers (nginx) pass this one on as it comes.
         .header('x-accel-buffering', 'no')
-        .send(Readable.from(rows))
+        .send(rows)
     }
   } satisfies Lists)
 }, { name: 'lists', dependencies: ['config'] })

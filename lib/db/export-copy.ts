@@ -1,0 +1,46 @@
+import type { Readable } from 'node:stream'
+import type pg from 'pg'
+import { to as copyTo } from 'pg-copy-streams'
+
+/**
+ * `sql` with each parameter `$n` replaced by its value as PostgreSQL quotes it (`quote_nullable`):
+ * a COPY takes no parameters. A quoted literal is of unknown type until its place types it,
+ * as a parameter is, so the query means the same.
+ */
+async function inlined (connection: pg.PoolClient, sql: string, values: unknown[]): Promise<string> {
+  if (values.length === 0) return sql
+  const { rows: [literals] } = await connection.query<string[]>({
+    text: `select ${values.map((_, i) => `quote_nullable($${i + 1}::text)`).join(', ')}`, values, rowMode: 'array'
+  })
+  return sql.replace(/\$(\d+)/g, (_, n: string) => literals![Number(n) - 1]!)
+}
+
+/**
+ * Every row of a query (`sql`, whose parameters are `values`) as PostgreSQL's COPY writes it, a
+ * stream read as the consumer takes it (COPY … TO STDOUT: one statement, one snapshot): CSV
+ * with a header line of the query's column names, or each row's one column a line as it is
+ * (`lines`: CSV whose quote and delimiter are control characters that no JSON text holds, so
+ * nothing is quoted). The connection goes back to the pool once the COPY ends; a consumer that
+ * stops early (a client gone) closes it, which ends the query.
+ */
+export async function copyExport (pool: pg.Pool, sql: string, values: unknown[], form: 'csv' | 'lines'): Promise<Readable> {
+  const connection = await pool.connect()
+  try {
+    const options = form === 'csv' ? 'format csv, header' : 'format csv, quote e\'\\x01\', delimiter e\'\\x02\''
+    const stream = connection.query(copyTo(`copy (${await inlined(connection, sql, values)}) to stdout (${options})`))
+    let released = false
+    const release = (error?: Error) => {
+      if (released) return
+      released = true
+      connection.release(error)
+    }
+    stream.on('end', () => release())
+    stream.on('error', error => release(error))
+    stream.on('close', () => release(new Error('the export ended before its COPY did')))
+    return stream
+  /* c8 ignore next 4 -- the database failing between the connection's checkout and the COPY */
+  } catch (error) {
+    connection.release(error as Error)
+    throw error
+  }
+}

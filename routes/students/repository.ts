@@ -2,6 +2,7 @@ import type { Knex } from 'knex'
 import { batchInsert } from '../../lib/db/batch-insert.js'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
+import type { CodedError } from '../../lib/http/error-codes.js'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { insertion, prepare, type Database } from '../../lib/db/prepared-query.js'
 import { versionColumn, type Versioned } from '../../lib/db/row-versions.js'
@@ -10,7 +11,7 @@ import { Student, studentListFields, type StudentInput } from './schema.js'
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
 
 /** Data access for the students table, shared by both variants of the student routes. */
-export function studentsRepository (database: Database, conflict: (message: string) => Error) {
+export function studentsRepository (database: Database, conflict: (message: string) => CodedError) {
   const { knex } = database
   // What a write returns: the record and its new version, which tags it.
   const columnsWithVersion = [...COLUMNS, versionColumn(knex)]
@@ -19,8 +20,8 @@ export function studentsRepository (database: Database, conflict: (message: stri
       knex('students').insert({ age, dob, email, name }).returning(columnsWithVersion)),
     remove: prepare<[id: number], never>(database, 'students.remove', id => knex('students').where({ id }).delete())
   }
-  const emailTakenOr = (error: unknown, email: string | undefined) =>
-    uniqueConflict(error, 'students_email_unique', () => conflict(`A student with e-mail ${email} already exists`))
+  const emailTaken = (email: string | undefined) => conflict(`A student with e-mail ${email} already exists`)
+  const emailTakenOr = (error: unknown, email: string | undefined) => uniqueConflict(error, 'students_email_unique', () => emailTaken(email))
 
   return {
     ...keysetTable<Student>(database, { name: 'students', rows: knex => knex('students'), columns: COLUMNS, schema: Student, fields: studentListFields }),
@@ -34,7 +35,7 @@ export function studentsRepository (database: Database, conflict: (message: stri
     batchInsertion: batchInsert<StudentInput, Student>(database, 'students', { age: 'smallint', dob: 'date', email: 'text', name: 'text' }, COLUMNS, 'lower(email)'),
 
     /** The e-mail address, unique without regard to case (`students_email_unique`). */
-    uniqueEmail: { field: 'email' as const, key: (email: string) => email.toLowerCase() },
+    uniqueEmail: { field: 'email' as const, key: (email: string) => email.toLowerCase(), takenError: emailTaken },
 
     /**
      * The student as it stands, locked until `trx` ends: what the write path checks and records.

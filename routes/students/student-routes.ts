@@ -29,8 +29,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     const schemas = studentSchemas(variant.namespace, variant.tag.name)
     const notFound = (id: number) => fastify.httpErrors.notFound(`Student ${id} not found`)
     const kind: FollowedKind<Student> = { resource: 'student', lock: students.lock, notFound }
-    const emailTaken = (email: string) => new CodedError('email_taken', `A student with e-mail ${email} already exists`)
-    const batchKind: BatchKind<Student, StudentInput> = { resource: 'student', insertion: students.batchInsertion, unique: { ...students.uniqueEmail, takenError: emailTaken } }
+    const batchKind: BatchKind<Student, StudentInput> = { resource: 'student', insertion: students.batchInsertion, unique: students.uniqueEmail }
 
     fastify.get('/', { schema: schemas.index(variant.bulk) }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { build } from '../helper.js'
+import { CodedError } from '../../lib/http/error-codes.js'
 import { cursorSecret } from '../../lib/http/cursor.js'
 import { listRequest, sortValues, type ListQuery } from '../../lib/http/list-query.js'
 import { studentsRepository } from '../../routes/students/repository.js'
@@ -27,7 +28,7 @@ t.test(`at ${ROWS.toLocaleString('en')} students, no documented sort and no cont
     from generate_series(1, ${ROWS}) i`)
   })
   await app.knex.raw('analyze students')
-  const students = studentsRepository(app.database, message => new Error(message))
+  const students = studentsRepository(app.database, message => new CodedError('email_taken', message))
 
   async function plan (query: ListQuery): Promise<PlanNode[]> {
     const request = listRequest('/students', studentListFields, { limit: 100, ...query }, cursorSecret('a secret'))

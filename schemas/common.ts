@@ -1,6 +1,6 @@
 import { Type, type ObjectOptions, type TObject, type TSchema } from '@sinclair/typebox'
 import { ERROR_CODE_NAMES, type ErrorCode } from '../lib/http/error-codes.js'
-import { BATCH } from '../lib/http/validation.js'
+import { BATCH, IMPORT_FILE } from '../lib/http/validation.js'
 
 /** The one error body of every route. */
 export const ErrorBody = Type.Object({
@@ -163,6 +163,48 @@ export const BatchRowOutcome = Type.Object({
   }, { additionalProperties: false }))
 }, { $id: 'BatchRowOutcome', additionalProperties: false })
 
+/**
+ * An import's body: a file, CSV or NDJSON, streamed (plugins/app/import-writes.ts reads and
+ * checks it a row at a time; its schema is the OpenAPI document's alone).
+ */
+export function ImportBody (row: TSchema, fields: readonly string[]) {
+  const file = (description: string) => ({ schema: Type.String({ [IMPORT_FILE]: true, description }) })
+  const each = `each row as a single create takes it (${fields.map(field => `\`${field}\``).join(', ')})`
+  return {
+    description: `The file, UTF-8, streamed: ${each}. At most \`IMPORT_MAX_BYTES\` (100 MiB unless configured). Lines are counted from 1, a CSV's header being line 1.`,
+    content: {
+      'text/csv': file(`A header line naming the fields (in any order; each of ${fields.join(', ')}), then a record a line: RFC 4180 quoting, CRLF or LF line ends; a byte-order mark and blank lines are ignored. An integer field's digits are taken as its number.`),
+      'application/x-ndjson': file(`One JSON object a line, as a single create's body (the schema \`${String(row.$id)}\`); blank lines are ignored.`)
+    }
+  }
+}
+
+/** What an import does with a row whose unique value a record holds. */
+export const ImportQuery = Type.Object({
+  on_conflict: Type.Optional(Type.Union([Type.Literal('error'), Type.Literal('skip'), Type.Literal('update')], {
+    default: 'error',
+    description: 'A row whose e-mail address a record holds (without regard to case): `error` (the default) refuses the whole import, as does any bad row (422, nothing written); `skip` leaves the record as it is and counts the row as skipped; `update` changes the record to the row\'s values. With `skip` and `update`, a bad row is told in `errors` and the others are written.'
+  }))
+})
+
+/** One row an import did not write, and why. */
+export const ImportRowError = Type.Object({
+  line: Type.Integer({ minimum: 1, description: 'The line of the file the row begins on (a CSV\'s header is line 1)' }),
+  code: Type.Unsafe<ErrorCode>({ type: 'string', enum: ERROR_CODE_NAMES, description: 'As the error body\'s `code`: what a single create of the row would have answered', example: 'email_taken' }),
+  message: Type.String(),
+  data: Type.Record(Type.String(), Type.Array(Type.String()), { description: 'What is wrong, by field (`row` for the row as a whole)', example: { email: ['must match format "email"'] } })
+}, { $id: 'ImportRowError', additionalProperties: false })
+
+/** What an import did. */
+export const ImportResult = Type.Object({
+  inserted: Type.Integer({ minimum: 0, description: 'Records made' }),
+  updated: Type.Integer({ minimum: 0, description: 'Records changed to a row\'s values (`on_conflict=update`)' }),
+  unchanged: Type.Integer({ minimum: 0, description: 'Records that held a row\'s values already (`on_conflict=update`): not written' }),
+  skipped: Type.Integer({ minimum: 0, description: 'Rows whose unique value a record held (`on_conflict=skip`): not written' }),
+  failed: Type.Integer({ minimum: 0, description: 'Rows refused: unreadable, invalid, or repeating an earlier row\'s unique value' }),
+  errors: Type.Array(Type.Ref(ImportRowError), { maxItems: 100, description: 'The first 100 rows refused, in the file\'s order' })
+}, { $id: 'ImportResult', additionalProperties: false })
+
 /** The headers a GET of a record or list takes: `If-None-Match`. */
 export const ReadHeaders = Type.Object({
   'if-none-match': Type.Optional(Type.String({ description: 'Tags the client holds (`"…"`, `W/"…"`, comma-separated, or `*`): when one is current, 304 with no body', example: '"1234"' }))
@@ -209,4 +251,4 @@ export const TokenEnvelope = Type.Object({
   message: Type.Optional(Type.String())
 }, { $id: 'TokenEnvelope', additionalProperties: false })
 
-export const commonSchemas = [ErrorBody, NamedRef, TokenEnvelope, BatchRowOutcome]
+export const commonSchemas = [ErrorBody, NamedRef, TokenEnvelope, BatchRowOutcome, ImportRowError, ImportResult]

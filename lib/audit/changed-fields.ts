@@ -1,5 +1,5 @@
 /** Fields an audit entry leaves out: the entry's own time tells when, and a version is the database's. */
-const LEFT_OUT = new Set(['created_at', 'updated_at', 'version'])
+export const LEFT_OUT: ReadonlySet<string> = new Set(['created_at', 'updated_at', 'version'])
 
 /** What an audit entry shows of a secret that changed (a password): that it changed, never its value. */
 export const REDACTED = '[redacted]'

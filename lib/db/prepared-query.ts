@@ -67,23 +67,38 @@ export function composed<Row, Args extends Scalar[]> ({ query, args, cteWrites }
   const all = more.length === 0 ? cteWrites : [...cteWrites, ...more]
   const values = query.values(args)
   // The CTE writes' parameters follow the INSERT's own.
-  let first = values.length + 1
+  const first = values.length + 1
   for (const cteWrite of all) values.push(...cteWrite.values)
   let statements = composedStatements.get(query)
   if (statements === undefined) composedStatements.set(query, statements = new Map())
   const names = all.map(cteWrite => cteWrite.name).join(' ')
   let statement = statements.get(names)
   if (statement === undefined) {
-    const ctes = all.map(cteWrite => {
-      const cte = cteWrite.cte(first)
-      first += cteWrite.values.length
-      return cte
-    })
-    const text = `with created as (${query.text}), ${ctes.join(', ')} select * from created`
+    const text = `with created as (${query.text}), ${cteTexts(all, first)} select * from created`
     statement = new Statement(`composed-${createHash('sha256').update(text).digest('base64url').slice(0, 16)}`, text, query.makeRow)
     statements.set(names, statement)
   }
   return { statement: statement as Statement<Row>, values }
+}
+
+/** The CTEs of these writes, their parameters numbered from `$first` on. */
+function cteTexts (cteWrites: readonly CteWrite[], first: number): string {
+  return cteWrites.map(cteWrite => {
+    const cte = cteWrite.cte(first)
+    first += cteWrite.values.length
+    return cte
+  }).join(', ')
+}
+
+/**
+ * A statement of a write with others riding in it: `with <head>, <CTE write>, … <tail>`, where
+ * `head` names the CTEs the writes read (`created as (INSERT … RETURNING …)`) and takes `values`
+ * as its parameters; `tail` is what the statement returns. For statements run once (an
+ * import's), never prepared.
+ */
+export function withCteWrites (head: string, values: readonly Scalar[], cteWrites: readonly CteWrite[], tail: string): { text: string, values: Scalar[] } {
+  const ctes = cteWrites.length === 0 ? '' : `, ${cteTexts(cteWrites, values.length + 1)}`
+  return { text: `with ${head}${ctes} ${tail}`, values: [...values, ...cteWrites.flatMap(cteWrite => cteWrite.values)] }
 }
 
 /** Runs an insertion, with its CTE writes, and returns its row. */
@@ -109,7 +124,7 @@ export async function insertAll<Row, Args extends Scalar[]> (insertion: Insertio
 }
 
 /** Runs `work` on the connection of the knex transaction `trx`, which keeps it. */
-async function onConnectionOf<T> (trx: Knex, work: (connection: pg.Client) => Promise<T>): Promise<T> {
+export async function onConnectionOf<T> (trx: Knex, work: (connection: pg.Client) => Promise<T>): Promise<T> {
   // A transaction's client hands out the transaction's own connection and keeps it on release.
   const client = transactionClient(trx)
   const connection = await client.acquireConnection()

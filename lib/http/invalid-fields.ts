@@ -13,12 +13,18 @@ export class InvalidFields extends Error {
 /** How many of a batch's problems its message repeats: `data` holds them all. */
 const SHOWN = 3
 
-/** A 422 of an atomic batch: what is wrong with its rows, by index and field (`3.email`); nothing was written. */
+/**
+ * A 422 of an atomic batch: what is wrong with its rows, by index and field (`3.email`); or of
+ * an import with `on_conflict=error`, by line (the first 100 rows refused). Nothing was written.
+ */
 export class InvalidRows extends Error {
   readonly statusCode = 422
   readonly errorCode: ErrorCode = 'invalid_rows'
-  constructor (readonly fields: Record<string, string[]>, rows: number, of: number) {
+  constructor (readonly fields: Record<string, string[]>, rows: number, of: number, whole: 'batch' | 'file' = 'batch') {
     const told = Object.entries(fields).slice(0, SHOWN).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')
-    super(`${rows} of the batch's ${of} rows cannot be created, so none was (\`data\` tells each): ${told}${Object.keys(fields).length > SHOWN ? '; …' : ''}`)
+    const more = Object.keys(fields).length > SHOWN ? '; …' : ''
+    super(whole === 'batch'
+      ? `${rows} of the batch's ${of} rows cannot be created, so none was (\`data\` tells each): ${told}${more}`
+      : `${rows} of the file's ${of} rows cannot be imported, so none was (\`data\` tells the first 100, by line): ${told}${more}`)
   }
 }

@@ -1,4 +1,4 @@
-import { Ajv, type AnySchema, type ErrorObject, type Options } from 'ajv'
+import { Ajv, type AnySchema, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import type { DataValidateFunction, DataValidationCxt } from 'ajv/dist/types/index.js'
 import addFormats from 'ajv-formats'
 import type { FastifySchemaValidationError } from 'fastify'
@@ -31,6 +31,7 @@ function createAjv (options: Options): Ajv {
   // OpenAPI annotations that validation ignores.
   ajv.addKeyword({ keyword: 'example' })
   ajv.addKeyword({ keyword: BATCH })
+  ajv.addKeyword({ keyword: IMPORT_FILE })
   // A calendar day PostgreSQL can store (from year 1) that has begun somewhere already.
   const pastDate: ((enabled: boolean, value: string) => boolean) & { errors?: Partial<ErrorObject>[] } =
     (_enabled, value) => {
@@ -177,6 +178,12 @@ function batchValidator (ajv: Ajv, { items, minItems, maxItems }: BatchSchema): 
   }
 }
 
+/**
+ * The mark of an import's body schema: a file streamed, which the route reads and checks a row
+ * at a time (plugins/app/import-writes.ts); its schema only describes it, and checks nothing.
+ */
+export const IMPORT_FILE = 'x-import-file'
+
 /** A route part's validator, as Fastify's schema controller takes it. */
 type Validator = ((data: Record<string, unknown>) => unknown) & { errors?: unknown }
 interface Compiler { validators: Map<string, Validator>, build: (route: FastifyRouteSchemaDef<AnySchema>) => Validator }
@@ -197,7 +204,10 @@ function newCompiler (externalSchemas: Record<string, AnySchema>): Compiler {
   }
 
   const build = ({ schema, httpPart }: FastifyRouteSchemaDef<AnySchema>): Validator => {
-    if (httpPart === 'body') return (schema as BatchSchema)[BATCH] === true ? batchValidator(exact, schema as BatchSchema) : exact.compile(schema) as Validator
+    if (httpPart === 'body') {
+      if ((schema as Record<string, unknown>)[IMPORT_FILE] === true) return (data: Record<string, unknown>) => ({ value: data })
+      return (schema as BatchSchema)[BATCH] === true ? batchValidator(exact, schema as BatchSchema) : exact.compile(schema) as Validator
+    }
 
     const validate = coercing.compile(schema)
     const kinds = new Map(Object.entries((schema as QuerySchema).properties).map(([name, property]) => [name, kindOf(property)]))
@@ -208,4 +218,21 @@ function newCompiler (externalSchemas: Record<string, AnySchema>): Compiler {
     }
   }
   return { validators: new Map(), build }
+}
+
+// The validators of single records outside a route's body (an import's rows), by schema.
+const recordValidators = new WeakMap<object, ValidateFunction>()
+let recordAjv: Ajv | undefined
+
+/**
+ * The check of one record against `schema` (a create's body, self-contained), as a route's
+ * body is checked: exact, no coercion. Its `errors` are ajv's, as Fastify's are.
+ */
+export function recordValidator (schema: AnySchema & object): ValidateFunction {
+  let validate = recordValidators.get(schema)
+  if (validate === undefined) {
+    recordAjv ??= createAjv({ coerceTypes: false })
+    recordValidators.set(schema, validate = recordAjv.compile(schema))
+  }
+  return validate
 }

@@ -36,6 +36,7 @@ export interface Config {
   idempotencyTtlSeconds: number
   /** Updates and deletes without If-Match are refused (428). */
   requireIfMatch: boolean
+  imports: ImportsConfig
   audit: AuditConfig
   outbox: OutboxConfig
   webhooks: WebhooksConfig
@@ -118,6 +119,14 @@ export interface Timeouts {
   maxEventLoopDelay: number
   /** A request answered slower than this is logged, as a warning. */
   slowRequest: number
+}
+
+/** Imports of files (`POST /students/import`): their size and time, beyond the limits of other requests. */
+export interface ImportsConfig {
+  /** The largest file taken, in bytes (IMPORT_MAX_BYTES). */
+  maxBytes: number
+  /** From the request's start to its answer, the upload and the writes both (IMPORT_TIMEOUT). */
+  timeoutMs: number
 }
 
 export interface AuthConfig {
@@ -459,6 +468,10 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
     },
     idempotencyTtlSeconds: seconds(env, 'IDEMPOTENCY_TTL', 86_400),
     requireIfMatch: flag(env, 'REQUIRE_IF_MATCH', false),
+    imports: {
+      maxBytes: integer(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1024, 2 ** 40),
+      timeoutMs: milliseconds(env, 'IMPORT_TIMEOUT', 10 * MS_PER_UNIT.m)
+    },
     audit: {
       enabled: oneOf(env, 'AUDIT_LOG', 'on', ['on', 'off']) === 'on',
       retentionSeconds: seconds(env, 'AUDIT_RETENTION', 365 * 86_400)

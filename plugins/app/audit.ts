@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { jsonText } from '../../lib/db/json-text.js'
-import { changedFields } from '../../lib/audit/changed-fields.js'
+import { changedFields, LEFT_OUT } from '../../lib/audit/changed-fields.js'
 import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
@@ -64,8 +64,16 @@ declare module 'fastify' {
      * request's.
      */
     audit: (db: Knex, change: Change) => Promise<void>
+    /** The audit entries of the records one statement creates, to ride in it: a CTE `created` returns them. None when the log is off. */
+    auditedCreates: (resource: AuditResource) => CteWrite[]
     /** The insertion, with the audit entry of the record it creates written in its own statement. */
     audited: <Row, Args extends Scalar[]>(insertion: Insertion<Row, Args>, resource: AuditResource) => Insertion<Row, Args>
+    /**
+     * The audit entries of the updates of one statement, to ride in it: a CTE `updated` holds
+     * each record as changed, with `before_row`, the record before (jsonb); `fields` are those
+     * an entry may show, in their order. None when the log is off.
+     */
+    auditedUpdates: (resource: AuditResource, fields: readonly string[]) => CteWrite[]
     /** The audit entries of events done by one statement, to ride in it: none when the log is off. */
     auditedEvents: (events: readonly StatementEvent[], actor: StatementActor) => CteWrite[]
   }
@@ -82,6 +90,15 @@ const CONTEXT_COLUMNS = ['actor_id', 'key_id', 'session_id', 'ip', 'request_id',
 // (lib/audit/changed-fields.ts).
 const createdEntry = (first: number) => `audited as (insert into audit_log (${CONTEXT_COLUMNS.join(', ')}, resource_id, after)
   select ${CONTEXT_COLUMNS.map((_, i) => `$${first + i}`).join(', ')}, created.id, to_jsonb(created) - '{created_at,updated_at,version}'::text[] from created)`
+
+// Each updated record's changed fields, as they were and as they became (lib/audit/changed-fields.ts
+// does the same for a change of one record). `fields` are the code's own names.
+const updatedEntries = (fields: readonly string[]) => (first: number) => `audited_updates as (insert into audit_log (${CONTEXT_COLUMNS.join(', ')}, resource_id, before, after)
+  select ${CONTEXT_COLUMNS.map((_, i) => `$${first + i}`).join(', ')}, updated.id, changes.before, changes.after
+  from updated, lateral (select coalesce(jsonb_object_agg(name, updated.before_row -> name), '{}') as before,
+      coalesce(jsonb_object_agg(name, to_jsonb(updated) -> name), '{}') as after
+    from unnest(array[${fields.map(field => `'${field}'`).join(', ')}]::text[]) as name
+    where (updated.before_row -> name) is distinct from (to_jsonb(updated) -> name)) as changes)`
 
 /** The client's address, as an entry keeps it. */
 function ipOf (request: FastifyRequest): string | null {
@@ -150,10 +167,21 @@ export default fp(async (fastify) => {
     })
   })
 
+  fastify.decorateRequest('auditedCreates', function (this: FastifyRequest, resource: AuditResource) {
+    if (!enabled) return []
+    return [{ name: 'audited', cte: createdEntry, values: context(this, 'create', resource) }]
+  })
+
   fastify.decorateRequest('audited', function <Row, Args extends Scalar[]> (this: FastifyRequest, insertion: Insertion<Row, Args>, resource: AuditResource) {
     if (!enabled) return insertion
-    const entry: CteWrite = { name: 'audited', cte: createdEntry, values: context(this, 'create', resource) }
-    return { ...insertion, cteWrites: [...insertion.cteWrites, entry] }
+    return { ...insertion, cteWrites: [...insertion.cteWrites, ...this.auditedCreates(resource)] }
+  })
+
+  fastify.decorateRequest('auditedUpdates', function (this: FastifyRequest, resource: AuditResource, fields: readonly string[]) {
+    if (!enabled) return []
+    const shown = fields.filter(field => !LEFT_OUT.has(field))
+    shown.forEach(column)
+    return [{ name: `audited-updates(${shown.join(',')})`, cte: updatedEntries(shown), values: context(this, 'update', resource) }]
   })
 
   fastify.decorateRequest('auditedEvents', function (this: FastifyRequest, events: readonly StatementEvent[], actor: StatementActor) {

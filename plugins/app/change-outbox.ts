@@ -25,8 +25,16 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** Writes the outbox row of a change in `db`, the change's own transaction. */
     outbox: (db: Knex, change: OutboxChange) => Promise<void>
+    /** The outbox rows of the records one statement creates, to ride in it: a CTE `created` returns them. None when the outbox is off. */
+    outboxedCreates: (resource: string) => CteWrite[]
     /** The insertion, with the outbox row of the record it creates written in its own statement. */
     outboxed: <Row, Args extends Scalar[]>(insertion: Insertion<Row, Args>, resource: string) => Insertion<Row, Args>
+    /**
+     * The outbox rows of the updates of one statement, to ride in it: a CTE `updated` holds each
+     * record as changed (its version too), with `before_row`, the record before (jsonb); `fields`
+     * are the record's, in their order. None when the outbox is off.
+     */
+    outboxedUpdates: (resource: string, fields: readonly string[]) => CteWrite[]
     /** Whether the request wrote an outbox row: its answer wakes the change feed's followers. */
     wroteEvents: boolean
   }
@@ -61,6 +69,14 @@ function changedNames (before: Fields, after: Fields, secrets: readonly string[]
 // A created record, as its INSERT returned it, without its version.
 const createdRow = (first: number) => `outboxed as (insert into change_outbox (resource, action, ${CONTEXT_COLUMNS.join(', ')}, resource_id, data)
   select $${first}, 'create', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, created.id, to_jsonb(created) - 'version' from created)`
+
+// Each updated record, without its version or the record before, and the fields that changed
+// (`changedNames` does the same for a change of one record). `fields` are the code's own names.
+const updatedRows = (fields: readonly string[]) => (first: number) => `outboxed_updates as (insert into change_outbox (resource, action, ${CONTEXT_COLUMNS.join(', ')}, resource_id, data, changed)
+  select $${first}, 'update', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, updated.id, to_jsonb(updated) - '{version,before_row}'::text[],
+    array(select name from unnest(array[${fields.map(field => `'${field}'`).join(', ')}]::text[]) with ordinality as field(name, n)
+      where (updated.before_row -> name) is distinct from (to_jsonb(updated) -> name) order by n)
+  from updated)`
 
 const SWEEP_BATCH = 10_000
 // By ctid: the sweep goes by time, which the table's one B-tree (its id) does not serve. The
@@ -103,11 +119,23 @@ export default fp(async (fastify) => {
     })
   })
 
+  fastify.decorateRequest('outboxedCreates', function (this: FastifyRequest, resource: string) {
+    if (!enabled) return []
+    this.wroteEvents = true
+    return [{ name: 'outboxed', cte: createdRow, values: [resource, ...context(this)] }]
+  })
+
   fastify.decorateRequest('outboxed', function <Row, Args extends Scalar[]> (this: FastifyRequest, insertion: Insertion<Row, Args>, resource: string) {
     if (!enabled) return insertion
-    const row: CteWrite = { name: 'outboxed', cte: createdRow, values: [resource, ...context(this)] }
+    return { ...insertion, cteWrites: [...insertion.cteWrites, ...this.outboxedCreates(resource)] }
+  })
+
+  fastify.decorateRequest('outboxedUpdates', function (this: FastifyRequest, resource: string, fields: readonly string[]) {
+    if (!enabled) return []
+    const compared = fields.filter(field => !ALWAYS_CHANGING.has(field))
+    if (compared.some(field => !/^[a-z_]+$/.test(field))) throw new Error(`Not field names: ${compared.join(', ')}`)
     this.wroteEvents = true
-    return { ...insertion, cteWrites: [...insertion.cteWrites, row] }
+    return [{ name: `outboxed-updates(${compared.join(',')})`, cte: updatedRows(compared), values: [resource, ...context(this)] }]
   })
 
   // Answered, the change is committed (or rolled back, and a look finds nothing new).

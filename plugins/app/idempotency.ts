@@ -32,7 +32,7 @@ declare module 'fastify' {
      * create runs in a transaction (`db`) that also keeps the key and the answer, and a repeat
      * gets that answer again (plugins/app/idempotency.ts).
      */
-    createOnce: (reply: FastifyReply, create: (db: Knex) => Promise<Created | BatchAnswer>) => Promise<FastifyReply>
+    createOnce: (reply: FastifyReply, create: (db: Knex) => Promise<Created | BatchAnswer>, streamed?: StreamedBody) => Promise<FastifyReply>
     /**
      * `createOnce` for a create that is one INSERT (`insertion`), answered from the row it
      * returns (`answer`). With an `Idempotency-Key`, the key is kept by that same statement:
@@ -40,6 +40,16 @@ declare module 'fastify' {
      */
     insertOnce: <Row, Args extends Scalar[]>(reply: FastifyReply, insertion: Insertion<Row, Args>, answer: (row: Row) => Created) => Promise<FastifyReply>
   }
+}
+
+/**
+ * A body read as it streams in (an import's file), rather than parsed before the handler:
+ * the request is told apart by the digest of its bytes, known once all are read. `create`
+ * reads it; a repeat that is answered from its key reads it with `drain`, for its digest.
+ */
+export interface StreamedBody {
+  drain: () => Promise<void>
+  digest: () => string
 }
 
 /** Answers what a create made: 201 with its Location (and ETag), or a batch's 200. */
@@ -169,26 +179,29 @@ export default fp(async (fastify) => {
   const keptByAnotherVersion = () => new CodedError('idempotency_key_reused', 'This Idempotency-Key\'s answer was kept by another version of this service, which created the record: use a new key for a new request')
   const otherRequest = () => new CodedError('idempotency_key_reused', 'This Idempotency-Key was used with another request: use a new key for a new request')
 
-  fastify.decorateRequest('createOnce', async function (this: FastifyRequest, reply: FastifyReply, create: (db: Knex) => Promise<Created | BatchAnswer>) {
+  fastify.decorateRequest('createOnce', async function (this: FastifyRequest, reply: FastifyReply, create: (db: Knex) => Promise<Created | BatchAnswer>, streamed?: StreamedBody) {
     const key = keyOf(this)
     if (key === undefined) {
       const created = await this.guardWrite(() => create(knex))
       return sendCreated(reply, created)
     }
     const scope = scopeOf(this)
-    const print = fingerprint(this)
+    // A streamed body's print is known once it has all been read.
+    const printOf = () => streamed === undefined ? fingerprint(this) : `${FINGERPRINT_FORM}${hmacOf(this, `sha256 ${streamed.digest()}`)}`
+    const print = streamed === undefined ? printOf() : undefined
     const outcome = await this.guardWrite(() => knex.transaction(async trx => {
       const { rows: [found] } = await trx.raw<{ rows: [{ locked: boolean, fingerprint: string | null } & StoredAnswer] }>(LOOK_UP, [`${scope}\n${key}`, scope, key])
       if (!found.locked) throw underWay(reply)
       if (found.fingerprint !== null) {
-        if (!isThisRequest(found.fingerprint, this, print)) throw otherRequest()
+        await streamed?.drain()
+        if (!isThisRequest(found.fingerprint, this, print ?? printOf())) throw otherRequest()
         return found
       }
       const created = await create(trx)
       const status = answeredStatus(created)
       const body = reply.code(status).serialize(created.body) as string
       const headers = answeredHeaders(created)
-      const kept = await trx.raw(KEEP, [scope, key, print, status, headers, body, ttlSeconds])
+      const kept = await trx.raw(KEEP, [scope, key, print ?? printOf(), status, headers, body, ttlSeconds])
       // Another request with the key committed between this one's look-up and its lock.
       if (kept.rowCount === 0) throw underWay(reply)
       return { status, headers, body, fresh: true }

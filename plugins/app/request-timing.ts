@@ -2,6 +2,10 @@ import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's own time limit in place of HANDLER_TIMEOUT: an import's, IMPORT_TIMEOUT. */
+    timeoutMs?: number
+  }
   interface FastifyRequest {
     /** Fires when HANDLER_TIMEOUT passes before the reply is sent. */
     handlerTimer: NodeJS.Timeout | null
@@ -37,9 +41,9 @@ export class HandlerTimeoutError extends Error {
  * longer (docs/performance.md). Nothing here reads `request.signal`, so a timer is all it takes.
  */
 export default fp(async (fastify) => {
-  const { handler: timeoutMs } = fastify.config.timeouts
+  const { handler: handlerTimeoutMs } = fastify.config.timeouts
 
-  function expire (request: FastifyRequest, reply: FastifyReply): void {
+  function expire (request: FastifyRequest, reply: FastifyReply, timeoutMs: number): void {
     // Answered, or answering (a slow download is the socket timeouts' business), or the client is gone.
     if (reply.sent || reply.raw.headersSent || reply.raw.destroyed) return
     // Node's IncomingMessage says whether the body has all arrived (an injected request has no such flag).
@@ -68,7 +72,12 @@ export default fp(async (fastify) => {
     }
   })
   fastify.addHook('onRequest', (request, reply, done) => {
-    request.handlerTimer = setTimeout(expire, timeoutMs, request, reply)
+    const own = request.routeOptions.config.timeoutMs
+    const timeoutMs = own ?? handlerTimeoutMs
+    const timer = request.handlerTimer = setTimeout(expire, timeoutMs, request, reply, timeoutMs)
+    // A client gone before its answer ends no response (onResponse does not run): a route's own
+    // limit (an import's runs for minutes) would keep the request, and the process, that long.
+    if (own !== undefined) reply.raw.once('close', () => clearTimeout(timer))
     done()
   })
   fastify.addHook('onResponse', (request, _reply, done) => {

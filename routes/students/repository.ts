@@ -1,14 +1,17 @@
 import type { Knex } from 'knex'
-import { batchInsert } from '../../lib/db/batch-insert.js'
+import { batchInsert, type BatchColumns } from '../../lib/db/batch-insert.js'
+import type { ImportKind } from '../../plugins/app/import-writes.js'
 import { uniqueConflict } from '../../lib/db/db-errors.js'
 import { keysetTable } from '../../lib/db/keyset-table.js'
 import type { CodedError } from '../../lib/http/error-codes.js'
 import { MAX_ID } from '../../lib/http/limits.js'
 import { insertion, prepare, type Database } from '../../lib/db/prepared-query.js'
 import { versionColumn, type Versioned } from '../../lib/db/row-versions.js'
-import { Student, studentListFields, type StudentInput } from './schema.js'
+import { Student, StudentInput, studentListFields } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'email', 'age', 'dob', 'created_at', 'updated_at'] as const
+/** The columns a create writes, with their types (a batch's and an import's rows are cast to them). */
+const WRITTEN: BatchColumns<StudentInput> = { name: 'text', email: 'text', age: 'smallint', dob: 'date' }
 
 /** Data access for the students table, shared by both variants of the student routes. */
 export function studentsRepository (database: Database, conflict: (message: string) => CodedError) {
@@ -32,10 +35,18 @@ export function studentsRepository (database: Database, conflict: (message: stri
     },
 
     /** The INSERT of a batch of new students (request.insertRecords runs it). */
-    batchInsertion: batchInsert<StudentInput, Student>(database, 'students', { age: 'smallint', dob: 'date', email: 'text', name: 'text' }, COLUMNS, 'lower(email)'),
+    batchInsertion: batchInsert<StudentInput, Student>(database, 'students', WRITTEN, COLUMNS, 'lower(email)'),
 
     /** The e-mail address, unique without regard to case (`students_email_unique`). */
     uniqueEmail: { field: 'email' as const, key: (email: string) => email.toLowerCase(), takenError: emailTaken },
+
+    /** What an import writes (request.importRecords), matching records on their e-mail address. */
+    importKind: {
+      resource: 'student',
+      target: { table: 'students', columns: WRITTEN, returning: COLUMNS },
+      row: StudentInput,
+      unique: { column: 'email', key: (column: string) => `lower(${column})`, takenError: emailTaken }
+    } satisfies ImportKind<StudentInput>,
 
     /**
      * The student as it stands, locked until `trx` ends: what the write path checks and records.

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../lib/http/list-query.js'
-import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, errorResponses, Exportable, IdParams, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
+import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, errorResponses, Exportable, IdParams, ImportBody, ImportQuery, ImportResult, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
 
 /** The writable fields of a student. */
 const studentFields = {
@@ -91,6 +91,16 @@ export function studentSchemas (namespace: string, tag: string) {
       headers: CreateHeaders,
       body: BatchBody(StudentInput),
       response: { 200: Type.Array(Type.Ref(BatchRowOutcome), { description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 409, 413, 415, 422) }
+    },
+    import: {
+      ...common,
+      operationId: `${namespace}.import`,
+      summary: 'Import students from a file',
+      description: 'Students from a CSV or NDJSON file, streamed: each row checked as `POST` of one would check it, then all written in one transaction, each with its audit entry and change event. `on_conflict` says what a row whose e-mail address a record holds does. Answers 200 with the counts and the first 100 rows refused, by line; with `on_conflict=error` (the default), a row refused writes nothing: 422 `invalid_rows`, whose `data` names the first 100 by line (`3.email`). One `Idempotency-Key` covers the file: a retry, even after a dropped connection, gets the first answer and writes nothing again. The time limit is `IMPORT_TIMEOUT` (10 minutes unless configured); a file too large for it is split, and each part imported with a key of its own.',
+      querystring: ImportQuery,
+      headers: CreateHeaders,
+      body: ImportBody(StudentInput, Object.keys(studentFields)),
+      response: { 200: Type.Ref(ImportResult, { description: 'What the import did', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 409, 413, 415, 422) }
     },
     update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
       return {

@@ -5,6 +5,7 @@ import { BATCH_BODY_LIMIT } from '../../lib/http/limits.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
 import { studentsRepository } from './repository.js'
 import type { BatchKind } from '../../plugins/app/batch-writes.js'
+import { acceptImportFiles } from '../../plugins/app/import-writes.js'
 import type { FollowedKind } from '../../plugins/app/write-path.js'
 import { Student, studentListFields, studentSchemas, studentSharedSchemas, type StudentInput, type UpdateMode } from './schema.js'
 
@@ -53,6 +54,13 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
       fastify.post('/batch', { schema: schemas.batch, bodyLimit: BATCH_BODY_LIMIT }, async (request, reply) => {
         return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes => outcomes)
       })
+      const fileRoutes: FastifyPluginAsyncTypebox = async (files) => {
+        acceptImportFiles(files)
+        files.post('/import', { schema: schemas.import }, async (request, reply) => {
+          return request.importRecords(reply, students.importKind, request.query.on_conflict, result => result)
+        })
+      }
+      await fastify.register(fileRoutes)
     }
 
     const methods = variant.patch ? ['PUT', 'PATCH'] as const : ['PUT'] as const

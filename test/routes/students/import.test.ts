@@ -1,0 +1,201 @@
+import http from 'node:http'
+import net from 'node:net'
+import t from 'tap'
+import { build, within } from '../../helper.js'
+import { bearer, userWithRoles } from '../api/accounts.js'
+import { ada, student } from './fixtures.js'
+
+type App = Awaited<ReturnType<typeof build>>
+interface RowError { line: number, code: string, message: string, data: Record<string, string[]> }
+interface Result { inserted: number, updated: number, unchanged: number, skipped: number, failed: number, errors: RowError[] }
+
+const CSV = { 'content-type': 'text/csv' }
+const NDJSON = { 'content-type': 'application/x-ndjson' }
+
+const count = async (app: App, table: string) => Number((await app.knex(table).count({ n: '*' }))[0]!.n)
+const counts = async (app: App) => [await count(app, 'students'), await count(app, 'change_outbox'), await count(app, 'audit_log')]
+const csvLine = (row: { name: string, email: string, age: number, dob: string }) => `${row.name},${row.email},${row.age},${row.dob}`
+const ndjson = (rows: unknown[]) => rows.map(row => JSON.stringify(row)).join('\n') + '\n'
+
+t.test('a CSV file makes its students, each with its audit entry and its event, in the file\'s order', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  // A byte-order mark, CRLF line ends, the fields in another order, a quoted name holding a
+  // comma, a quote and a line end, a blank line, and no line end at the end.
+  const file = '\uFEFFemail,name,dob,age\r\n' +
+    'one@example.com,"Doe, ""Jo""\r\nthe second",2001-02-03,20\r\n' +
+    '\r\n' +
+    'two@example.com, Two ,2002-03-04,21\r\n' +
+    'three@example.com,Three,2003-04-05,22'
+  const res = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: file })
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json(), { inserted: 3, updated: 0, unchanged: 0, skipped: 0, failed: 0, errors: [] })
+  const list = (await app.inject({ url: '/students' })).json<Array<{ id: number, name: string, email: string, age: number, dob: string }>>()
+  t.same(list.map(({ name, email, age, dob }) => ({ name, email, age, dob })), [
+    { name: 'Doe, "Jo"\r\nthe second', email: 'one@example.com', age: 20, dob: '2001-02-03' },
+    { name: 'Two', email: 'two@example.com', age: 21, dob: '2002-03-04' },
+    { name: 'Three', email: 'three@example.com', age: 22, dob: '2003-04-05' }
+  ], 'each row a student, its strings trimmed, in the file\'s order')
+  const audit = await app.inject({ method: 'GET', url: '/api/audit?resource[eq]=student', headers: bearer(admin.token) })
+  t.same(audit.json<{ data: Array<{ action: string, resource_id: number }> }>().data.map(entry => [entry.action, entry.resource_id]).sort(),
+    list.map(row => ['create', row.id]).sort(), 'an audit entry each')
+  const events = await app.inject({ method: 'GET', url: '/api/events?type[eq]=student.created', headers: bearer(admin.token) })
+  t.same(events.json<{ data: Array<{ resource_id: number, data: { email: string } }> }>().data.map(event => [event.resource_id, event.data.email]),
+    list.map(row => [row.id, row.email]), 'a change event each, in the file\'s order')
+})
+
+t.test('an NDJSON file makes its students', async t => {
+  const app = await build(t, { logLevel: 'error' })
+  const rows = [student(1), student(2)]
+  const res = await app.inject({ method: 'POST', url: '/students/import', headers: { 'content-type': 'application/x-ndjson; charset=utf-8' }, payload: '\uFEFF' + ndjson(rows) + '\n  \n' })
+  t.equal(res.statusCode, 200, res.body)
+  t.match(res.json(), { inserted: 2, failed: 0 })
+  t.same((await app.inject({ url: '/students' })).json<Array<{ email: string }>>().map(row => row.email), rows.map(row => row.email))
+})
+
+// Line 2: good; 3: not an e-mail address; 4: an address a student has; 5: no age column value;
+// 6: line 2's address in other case; 7: a quote not closed in its field; 8: good.
+const mixedCsv = ['name,email,age,dob', csvLine(student(1)), csvLine({ ...student(2), email: 'nope' }), csvLine(ada),
+  'No Age,noage@example.com,,2001-02-03', csvLine({ ...student(4), email: 'STUDENT1@example.com' }), 'Bad "quote,b@example.com,1,2001-01-01', csvLine(student(8))].join('\n') + '\n'
+
+t.test('on_conflict=error: a file with refused rows writes nothing, and names the rows by line', async t => {
+  const app = await build(t)
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+  const before = await counts(app)
+  for (const url of ['/students/import', '/students/import?on_conflict=error']) {
+    const res = await app.inject({ method: 'POST', url, headers: CSV, payload: mixedCsv })
+    t.equal(res.statusCode, 422, res.body)
+    const body = res.json<{ code: string, data: Record<string, string[]>, message: string }>()
+    t.match(body, { success: false, statusCode: 422, code: 'invalid_rows' })
+    t.same(Object.keys(body.data).sort(), ['3.email', '4.email', '5.age', '6.email', '7'])
+    t.match(body.data['4.email'], [/already exists/])
+    t.match(body.data['6.email'], [/line 2 of this file has it/])
+    t.match(body.message, /^5 of the file's 7 rows cannot be imported, so none was/)
+  }
+  t.same(await counts(app), before, 'no student, event or audit entry written')
+})
+
+t.test('on_conflict=skip writes the rows that can be, skips those whose address a student has, and tells the others by line', async t => {
+  const app = await build(t)
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+  const res = await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers: CSV, payload: mixedCsv })
+  t.equal(res.statusCode, 200, res.body)
+  const result = res.json<Result>()
+  t.match(result, { inserted: 2, updated: 0, unchanged: 0, skipped: 1, failed: 4 })
+  t.same(result.errors.map(error => [error.line, error.code, Object.keys(error.data)]), [
+    [3, 'invalid_body', ['email']], [5, 'invalid_body', ['age']], [6, 'email_taken', ['email']], [7, 'invalid_body', ['row']]
+  ])
+  t.same((await app.inject({ url: '/students' })).json<Array<{ email: string }>>().map(row => row.email), [ada.email, student(1).email, student(8).email])
+})
+
+t.test('on_conflict=update changes each student the file names by address, audited and told as a PUT would be', async t => {
+  const app = await build(t)
+  const admin = await userWithRoles(app, ['Admin'])
+  const [first, second] = [student(1), student(2)]
+  const made = await Promise.all([first, second].map(async row => (await app.inject({ method: 'POST', url: '/students', payload: row })).json<{ id: number, updated_at: string }>()))
+  // The first changes its name and age (its address in other case), the second stays, a third is new.
+  const rows = [{ ...first, name: 'Renamed', age: 77, email: first.email.toUpperCase() }, second, student(3)]
+  const res = await app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson(rows) })
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json(), { inserted: 1, updated: 1, unchanged: 1, skipped: 0, failed: 0, errors: [] })
+  const changed = (await app.inject({ url: `/students/${made[0]!.id}` })).json<{ name: string, age: number, email: string, updated_at: string }>()
+  t.match(changed, { name: 'Renamed', age: 77, email: first.email.toUpperCase() })
+  t.not(changed.updated_at, made[0]!.updated_at)
+  t.equal((await app.inject({ url: `/students/${made[1]!.id}` })).json<{ updated_at: string }>().updated_at, made[1]!.updated_at, 'a student the row matches is not written')
+
+  // The same change by PUT, to compare: its audit entry and event tell the same.
+  const put = await app.inject({ method: 'PUT', url: `/students/${made[1]!.id}`, payload: { name: 'Renamed', age: 77, email: second.email.toUpperCase() } })
+  t.equal(put.statusCode, 200)
+  const entries = (await app.inject({ url: '/api/audit?resource[eq]=student&action[eq]=update', headers: bearer(admin.token) })).json<{ data: Array<{ resource_id: number, before: unknown, after: unknown }> }>().data
+  const entryOf = (id: number) => entries.find(entry => entry.resource_id === id)
+  t.same(entryOf(made[0]!.id)!.before, { name: first.name, age: first.age, email: first.email })
+  t.same(entryOf(made[0]!.id)!.after, { name: 'Renamed', age: 77, email: first.email.toUpperCase() })
+  t.same(Object.keys(entryOf(made[0]!.id)!.before as object).sort(), Object.keys(entryOf(made[1]!.id)!.before as object).sort(), 'the fields a PUT\'s entry shows')
+  const events = (await app.inject({ url: '/api/events?type[eq]=student.updated', headers: bearer(admin.token) })).json<{ data: Array<{ resource_id: number, changed: string[], data: { name: string } }> }>().data
+  t.same(events.map(event => [event.resource_id, event.changed, event.data.name]), [[made[0]!.id, ['name', 'email', 'age'], 'Renamed'], [made[1]!.id, ['name', 'email', 'age'], 'Renamed']], 'an event as a PUT\'s, with the fields changed')
+})
+
+t.test('a file refused whole: a header naming no field, no header, JSON, no body, too large', async t => {
+  const app = await build(t, { imports: { maxBytes: 2048, timeoutMs: 60_000 } })
+  const before = await counts(app)
+  const header = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: 'name,email,age,dob,admin\nA,a@example.com,1,2001-01-01,yes\n' })
+  t.equal(header.statusCode, 400)
+  t.match(header.json(), { code: 'invalid_body', data: { header: [/column 5 names "admin", which is not a field/] } })
+  const twice = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: 'name,name\n' })
+  t.match(twice.json(), { statusCode: 400, data: { header: [/column 2 names "name" again/] } })
+  const empty = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: '' })
+  t.match(empty.json(), { statusCode: 400, data: { header: [/is missing/] } })
+  const json = await app.inject({ method: 'POST', url: '/students/import', payload: [student(1)] })
+  t.match(json.json(), { statusCode: 415, code: 'unsupported_media_type' })
+  const none = await app.inject({ method: 'POST', url: '/students/import' })
+  t.match(none.json(), { statusCode: 415, code: 'unsupported_media_type' })
+  const rows = Array.from({ length: 100 }, (_, i) => student(i))
+  const large = await app.inject({ method: 'POST', url: '/students/import', headers: NDJSON, payload: ndjson(rows) })
+  t.match(large.json(), { statusCode: 413, code: 'payload_too_large' })
+  t.same(await counts(app), before, 'nothing written')
+  t.equal((await app.inject({ method: 'POST', url: '/students', headers: CSV, payload: csvLine(ada) })).statusCode, 415, 'other routes take no file')
+})
+
+t.test('NDJSON lines that cannot be read are told by line', async t => {
+  const app = await build(t)
+  const long = JSON.stringify({ ...student(9), name: 'x'.repeat(70_000) })
+  const file = [JSON.stringify(student(1)), '{"name":', '[1,2]', long, JSON.stringify({ ...student(5), extra: 1 }), JSON.stringify({ ...student(6), name: 'a\u0000b' }), JSON.stringify(student(7))].join('\n')
+  const res = await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers: NDJSON, payload: file })
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json<Result>().errors.map(error => [error.line, error.code, Object.keys(error.data)]), [
+    [2, 'malformed_json', ['row']], [3, 'invalid_body', ['row']], [4, 'invalid_body', ['row']], [5, 'invalid_body', ['extra']], [6, 'invalid_body', ['name']]
+  ])
+  t.match(res.json(), { inserted: 2, failed: 5 })
+})
+
+t.test('one Idempotency-Key covers a file: a retry gets the first answer and writes nothing again', async t => {
+  const app = await build(t)
+  const file = ndjson([student(1), student(2)])
+  const headers = { ...NDJSON, 'idempotency-key': 'import-1' }
+  const first = await app.inject({ method: 'POST', url: '/students/import', headers, payload: file })
+  t.equal(first.statusCode, 200)
+  const before = await counts(app)
+  const again = await app.inject({ method: 'POST', url: '/students/import', headers, payload: file })
+  t.equal(again.statusCode, 200)
+  t.equal(again.headers['idempotent-replayed'], 'true')
+  t.equal(again.body, first.body)
+  t.same(await counts(app), before, 'no second copy')
+  const other = await app.inject({ method: 'POST', url: '/students/import', headers, payload: ndjson([student(3)]) })
+  t.match(other.json(), { statusCode: 422, code: 'idempotency_key_reused' })
+  const otherMode = await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers, payload: file })
+  t.match(otherMode.json(), { statusCode: 422, code: 'idempotency_key_reused' }, 'the query is part of the request')
+})
+
+/** Sends a POST of `body` over a socket and closes it once the body is sent, before any answer. */
+async function sendAndDrop (port: number, headers: Record<string, string>, body: string) {
+  const socket = net.connect(port, '127.0.0.1')
+  await new Promise(resolve => socket.once('connect', resolve))
+  const head = Object.entries({ ...headers, 'content-length': String(Buffer.byteLength(body)) }).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  socket.end(`POST /students/import HTTP/1.1\r\nhost: 127.0.0.1\r\n${head}\r\n${body}`)
+  socket.destroy()
+}
+
+t.test('a retried import after a dropped connection leaves one copy of each row', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as net.AddressInfo).port
+  const rows = Array.from({ length: 500 }, (_, i) => student(i))
+  const headers = { ...NDJSON, 'idempotency-key': 'dropped-1' }
+  await sendAndDrop(port, headers, ndjson(rows))
+  // The retry: 409 while the first still runs, then the first's answer.
+  let answer: { status: number, body: string, replayed: unknown } | undefined
+  t.ok(await within(20_000, async () => {
+    answer = await new Promise((resolve, reject) => {
+      const request = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/students/import', headers, agent: false }, response => {
+        let body = ''
+        response.setEncoding('utf8').on('data', chunk => { body += chunk }).on('end', () => resolve({ status: response.statusCode!, body, replayed: response.headers['idempotent-replayed'] }))
+      })
+      request.on('error', reject)
+      request.end(ndjson(rows))
+    })
+    return answer!.status !== 409
+  }))
+  t.equal(answer!.status, 200, answer!.body)
+  t.match(JSON.parse(answer!.body), { inserted: 500 })
+  t.equal(await count(app, 'students'), 500, 'one copy of each row')
+})

@@ -13,6 +13,7 @@ import path from 'node:path'
 import pg from 'pg'
 import { barChart } from './chart.js'
 import { benchFeed, type FeedFigures } from './feed.js'
+import { benchImport, type ImportFigures } from './import.js'
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../test/setup/pgbouncer.js'
 import { benchDatabase, freePort, start, stop, type Server } from './harness.js'
 import { measure, median, pairedRatio, postmasterOf, rssMb, type Measured, type Request } from './load.js'
@@ -268,6 +269,13 @@ try {
     // 20,000 deliveries take some 40 s here: a smoke's short rounds send a tenth.
     feed = await benchFeed(server, { rate: 1_000, seconds: SECONDS * REPEAT, events: SECONDS >= 5 ? 20_000 : 2_000 })
   }
+  // A file of students imported (a million; a smoke's short rounds, 20,000), beside psql's \copy
+  // of it, before the million students are seeded: both write into the table as it stands.
+  let imported: ImportFigures | undefined
+  if (chosen('million: import')) {
+    console.error('measuring the import')
+    imported = await benchImport(server, database, db, service, SECONDS >= 5 ? MILLION : 20_000, REPEAT)
+  }
   // DELETE last, each request removing another of the rows seeded for it: enough for 40,000
   // a second throughout, whatever the durations.
   const deletable = 40_000 * (WARMUP + SECONDS * REPEAT)
@@ -416,12 +424,16 @@ try {
     console.log(`\nthe whole list of ${exported.rows} students as CSV, ${REPEAT} times: the service ${exported.serviceRowsPerSecond.toFixed(0)} rows/s (peak RSS ${exported.peakRssMb.toFixed(0)} MB), ` +
       `psql's COPY of the same query ${exported.copyRowsPerSecond.toFixed(0)} rows/s; service ÷ COPY ${exported.ratio.toFixed(2)}`)
   }
+  if (imported) {
+    console.log(`\n${imported.rows} students imported from a CSV file, ${REPEAT} times: the service ${imported.serviceRowsPerSecond.toFixed(0)} rows/s (peak RSS ${imported.peakRssMb.toFixed(0)} MB), ` +
+      `psql's \\copy of the same file ${imported.copyRowsPerSecond.toFixed(0)} rows/s; service ÷ \\copy ${imported.ratio.toFixed(2)}`)
+  }
   console.log('ratios between targets of the same rounds, the median of the rounds\' ratios:')
   for (const [name, value] of Object.entries(derived)) if (value !== undefined) console.log(`${name}: ${value.toFixed(2)}`)
 
   await mkdir(OUT, { recursive: true })
   const meta = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length, cpu: os.cpus()[0]?.model, seconds: SECONDS, repeat: REPEAT, warmup: WARMUP, connections: CONNECTIONS }
-  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, feed, exported, results }, null, 2) + '\n')
+  await writeFile(path.join(OUT, 'latest.json'), JSON.stringify({ meta, argon2PerSecond, argon2Fastest: fastest, argon2Rates, argon2Rounds, derived, feed, exported, imported, results }, null, 2) + '\n')
   const colours: Record<string, string> = { service: '#2b6cb0', 'service, logging off': '#63b3ed', 'service, 2 workers': '#2c5282', [TRACED]: '#3182ce', [UNAUTHENTICATED]: '#90cdf4', [KEYED]: '#4299e1', ceiling: '#718096', [POSTGRES_JS]: '#a0aec0', peer: '#dd6b20' }
   await writeFile(path.join(OUT, 'latest.svg'), barChart(
     `Requests per second, ${CONNECTIONS} connections, median of ${REPEAT} × ${SECONDS} s (${meta.date.slice(0, 10)}, ${meta.cpus} cores)`,

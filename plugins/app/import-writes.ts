@@ -168,7 +168,10 @@ export default fp(async (fastify) => {
     const atomic = onConflict === 'error'
 
     const load = (trx: Knex) => onConnectionOf(trx, async connection => {
-      await connection.query(`set local statement_timeout = ${timeoutMs}`)
+      // IMPORT_TIMEOUT holds for the whole import, from its request's arrival: each statement
+      // has what is left of it (the COPY, the upload's time).
+      const limitLeft = () => connection.query(`set local statement_timeout = ${Math.max(1, Math.ceil(timeoutMs - reply.elapsedTime))}`)
+      await limitLeft()
       await createRowsTable(connection, target)
       const copy = copyRows(connection, target)
       const errors = new RowErrors()
@@ -193,6 +196,7 @@ export default fp(async (fastify) => {
         throw error
       }
 
+      await limitLeft()
       let repeated = 0
       if (unique !== undefined) {
         const repeats = await takeRepeats(connection, unique)
@@ -205,8 +209,10 @@ export default fp(async (fastify) => {
       let updates: Updates = { matched: 0, updated: 0 }
       if (onConflict === 'update' && unique !== undefined) {
         const fieldsShown = target.returning
+        await limitLeft()
         updates = await updateHeld(connection, target, unique, [...this.auditedUpdates(resource, fieldsShown), ...this.outboxedUpdates(resource, fieldsShown)])
       }
+      await limitLeft()
       const inserted = await insertRows(connection, target, unique, [...this.auditedCreates(resource), ...this.outboxedCreates(resource)])
       const skipped = loaded - repeated - updates.matched - inserted
       // Checked free, a value was taken by a record committed since: write nothing, as promised.

@@ -199,3 +199,20 @@ t.test('a retried import after a dropped connection leaves one copy of each row'
   t.match(JSON.parse(answer!.body), { inserted: 500 })
   t.equal(await count(app, 'students'), 500, 'one copy of each row')
 })
+
+t.test('a client gone halfway through its file writes nothing, and the service serves on', async t => {
+  const app = await build(t)
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as net.AddressInfo).port
+  const file = ndjson(Array.from({ length: 2000 }, (_, i) => student(i)))
+  const socket = net.connect(port, '127.0.0.1')
+  await new Promise(resolve => socket.once('connect', resolve))
+  // Announced whole, sent half: the import has begun to load rows when the client leaves.
+  socket.write(`POST /students/import HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/x-ndjson\r\ncontent-length: ${Buffer.byteLength(file)}\r\n\r\n${file.slice(0, file.length / 2)}`)
+  t.ok(await within(10_000, async () => Number((await app.knex.raw<{ rows: [{ n: string }] }>("select count(*) as n from pg_stat_activity where datname = current_database() and query like 'copy pg_temp.import_rows%' and state = 'active'")).rows[0].n) > 0), 'the COPY runs')
+  socket.destroy()
+  t.ok(await within(10_000, async () => Number((await app.knex.raw<{ rows: [{ n: string }] }>("select count(*) as n from pg_stat_activity where datname = current_database() and query like 'copy pg_temp.import_rows%' and state = 'active'")).rows[0].n) === 0), 'the COPY ends')
+  t.equal(await count(app, 'students'), 0, 'nothing written')
+  const after = await app.inject({ method: 'POST', url: '/students/import', headers: NDJSON, payload: ndjson([student(1)]) })
+  t.match(after.json(), { inserted: 1 })
+})

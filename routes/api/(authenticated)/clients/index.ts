@@ -3,6 +3,7 @@ import { versionTag } from '../../../../lib/http/entity-tags.js'
 import { BATCH_BODY_LIMIT } from '../../../../lib/http/limits.js'
 import { clientsRepository } from './repository.js'
 import type { BatchKind } from '../../../../plugins/app/batch-writes.js'
+import { acceptImportFiles } from '../../../../plugins/app/import-writes.js'
 import type { FollowedKind } from '../../../../plugins/app/write-path.js'
 import { Client, clientListFields, clientsTag, clientSchemas, clientSharedSchemas, type ClientInput } from './schema.js'
 
@@ -36,6 +37,15 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
     return request.insertRecords(reply, batchKind, request.body, request.query.mode, outcomes =>
       ({ success: true as const, data: outcomes, message: `${outcomes.filter(outcome => outcome.status === 201).length} of ${outcomes.length} clients created` }))
   })
+
+  const fileRoutes: FastifyPluginAsyncTypebox = async (files) => {
+    acceptImportFiles(files)
+    files.post('/import', { schema: clientSchemas.import, onRequest: fastify.can('client-create') }, async (request, reply) => {
+      return request.importRecords(reply, repository.importKind, 'error', result =>
+        ({ success: true as const, data: result, message: `${result.inserted} clients imported` }))
+    })
+  }
+  await fastify.register(fileRoutes)
 
   for (const method of ['PUT', 'PATCH'] as const) {
     fastify.route({

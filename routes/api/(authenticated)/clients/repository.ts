@@ -1,12 +1,15 @@
 import type { Knex } from 'knex'
-import { batchInsert } from '../../../../lib/db/batch-insert.js'
+import { batchInsert, type BatchColumns } from '../../../../lib/db/batch-insert.js'
+import type { ImportKind } from '../../../../plugins/app/import-writes.js'
 import { keysetTable } from '../../../../lib/db/keyset-table.js'
 import { insertion, prepare, type Database } from '../../../../lib/db/prepared-query.js'
 import { versionColumn, type Versioned } from '../../../../lib/db/row-versions.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
-import { Client, clientListFields, type ClientInput } from './schema.js'
+import { Client, ClientInput, clientListFields } from './schema.js'
 
 const COLUMNS = ['id', 'name', 'vat_number', 'street', 'city', 'post_code', 'email', 'created_at', 'updated_at'] as const
+/** The columns a create writes, with their types (a batch's and an import's rows are cast to them). */
+const WRITTEN: BatchColumns<ClientInput> = { name: 'text', vat_number: 'text', street: 'text', city: 'text', post_code: 'text', email: 'text' }
 
 /** Data access for the clients table, for the routes of this folder. */
 export function clientsRepository (database: Database) {
@@ -26,7 +29,10 @@ export function clientsRepository (database: Database) {
     },
 
     /** The INSERT of a batch of new clients (request.insertRecords runs it). */
-    batchInsertion: batchInsert<ClientInput, Client>(database, 'clients', { name: 'text', vat_number: 'text', street: 'text', city: 'text', post_code: 'text', email: 'text' }, COLUMNS),
+    batchInsertion: batchInsert<ClientInput, Client>(database, 'clients', WRITTEN, COLUMNS),
+
+    /** What an import writes (request.importRecords): clients have no unique field to match records on. */
+    importKind: { resource: 'client', target: { table: 'clients', columns: WRITTEN, returning: COLUMNS }, row: ClientInput } satisfies ImportKind<ClientInput>,
 
     /** The client as it stands, locked until `trx` ends: what its audit entry tells it was. */
     async lock (id: number, trx: Knex): Promise<Versioned<Client> | undefined> {

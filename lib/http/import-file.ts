@@ -48,6 +48,9 @@ class MeteredBytes extends Transform {
 /** The file's bytes through the meter: a failure of the body (a client gone) fails the records too. */
 function metered (body: Readable, maxBytes: number): MeteredBytes {
   const meter = new MeteredBytes(maxBytes)
+  // The bytes flow in before the records are read: an error then (too large) is kept by the
+  // stream, and thrown to whoever reads it, not emitted to nobody.
+  meter.on('error', () => {})
   body.on('error', error => meter.destroy(error))
   // A client gone before the whole request arrived: the records end in that error.
   body.on('close', () => {

@@ -1,7 +1,8 @@
 import http from 'node:http'
 import net from 'node:net'
+import { Readable } from 'node:stream'
 import t from 'tap'
-import { build, within } from '../../helper.js'
+import { build, lockWaiters, within } from '../../helper.js'
 import { bearer, userWithRoles } from '../api/accounts.js'
 import { ada, student } from './fixtures.js'
 
@@ -215,4 +216,75 @@ t.test('a client gone halfway through its file writes nothing, and the service s
   t.equal(await count(app, 'students'), 0, 'nothing written')
   const after = await app.inject({ method: 'POST', url: '/students/import', headers: NDJSON, payload: ndjson([student(1)]) })
   t.match(after.json(), { inserted: 1 })
+})
+
+t.test('a file larger than IMPORT_MAX_BYTES sent without Content-Length is cut off at the limit: 413, nothing written', async t => {
+  const app = await build(t, { imports: { maxBytes: 4096, timeoutMs: 60_000 } })
+  const file = ndjson(Array.from({ length: 200 }, (_, i) => student(i)))
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as net.AddressInfo
+  // Chunked: the size is not known before the bytes come.
+  const answer = await new Promise<{ status: number, body: string, connection: unknown }>((resolve, reject) => {
+    const request = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/students/import', headers: { ...NDJSON, 'transfer-encoding': 'chunked' }, agent: false }, response => {
+      let body = ''
+      response.setEncoding('utf8').on('data', chunk => { body += chunk }).on('end', () => resolve({ status: response.statusCode!, body, connection: response.headers.connection }))
+    })
+    request.on('error', reject)
+    Readable.from([file.slice(0, 3000), file.slice(3000)]).pipe(request)
+  })
+  t.equal(answer.status, 413)
+  t.match(JSON.parse(answer.body), { statusCode: 413, code: 'payload_too_large', message: /limit of 4096 bytes/ })
+  t.equal(await count(app, 'students'), 0)
+})
+
+t.test('on_conflict=error: an address taken by a student committed while the file was imported refuses it whole, 409', async t => {
+  const app = await build(t)
+  // A student made in a transaction left open: the import's check does not see it, and its
+  // INSERT waits on that address until the transaction commits.
+  const trx = await app.knex.transaction()
+  await trx('students').insert(student(2))
+  const importing = app.inject({ method: 'POST', url: '/students/import', headers: NDJSON, payload: ndjson([student(1), student(2), student(3)]) })
+  t.ok(await lockWaiters(app, 1), 'the import waits on the address')
+  await trx.commit()
+  const res = await importing
+  t.match(res.json(), { statusCode: 409, code: 'email_taken', message: /The email of 1 rows was taken by records made while the file was imported, so nothing was/ })
+  t.same((await app.inject({ url: '/students' })).json<Array<{ email: string }>>().map(row => row.email), [student(2).email], 'nothing of the file written')
+})
+
+t.test('IMPORT_TIMEOUT bounds an import\'s writes too: one held back past it is refused, 503, nothing written', async t => {
+  const app = await build(t, { imports: { maxBytes: 1e6, timeoutMs: 1500 } })
+  const made = (await app.inject({ method: 'POST', url: '/students', payload: ada })).json<{ id: number }>()
+  // The student the file updates is locked by a transaction left open past the limit.
+  const trx = await app.knex.transaction()
+  await trx('students').where({ id: made.id }).forUpdate()
+  const res = await app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson([{ ...ada, name: 'Renamed' }, student(1)]) })
+  await trx.rollback()
+  t.match(res.json(), { statusCode: 503, code: 'unavailable' })
+  t.equal(await count(app, 'students'), 1, 'nothing written')
+})
+
+t.test('with the audit log and the change outbox off, an import writes neither', async t => {
+  const app = await build(t, { audit: { enabled: false, retentionSeconds: 86_400 }, outbox: { enabled: false, retentionSeconds: 86_400, heartbeatSeconds: 15 } })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+  const res = await app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson([{ ...ada, name: 'Renamed' }, student(1)]) })
+  t.match(res.json(), { inserted: 1, updated: 1 })
+  t.same([await count(app, 'audit_log'), await count(app, 'change_outbox')], [0, 0])
+})
+
+t.test('a large file: its rows written in order; of 300 refused, the first 100 named by line, and the number of all', async t => {
+  const app = await build(t)
+  const good = Array.from({ length: 3000 }, (_, i) => student(i))
+  const res = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: ['name,email,age,dob', ...good.map(csvLine)].join('\n') })
+  t.match(res.json(), { inserted: 3000, failed: 0 })
+  t.same((await app.knex('students').orderBy('id').pluck('email')), good.map(row => row.email), 'in the file\'s order')
+
+  // Bad rows from line 2 on, every other line, and a line too long at the very end, unended.
+  const lines = Array.from({ length: 300 }, (_, i) => [csvLine({ ...student(5000 + i), age: -1 }), csvLine(student(6000 + i))]).flat()
+  const refused = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: ['name,email,age,dob', ...lines, 'x'.repeat(70_000)].join('\n') })
+  const body = refused.json<{ data: Record<string, string[]>, message: string }>()
+  t.match(body, { statusCode: 422, code: 'invalid_rows', message: /^301 of the file's 601 rows cannot be imported/ })
+  t.same(Object.keys(body.data), Array.from({ length: 100 }, (_, i) => `${2 + 2 * i}.age`), 'the first 100, by line')
+  t.equal(await count(app, 'students'), 3000)
+  const longLast = await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers: NDJSON, payload: ndjson([student(7000)]) + JSON.stringify({ ...student(7001), name: 'y'.repeat(70_000) }) })
+  t.match(longLast.json(), { inserted: 1, failed: 1, errors: [{ line: 2, data: { row: [/longer than 65536 bytes/] } }] })
 })

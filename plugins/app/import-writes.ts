@@ -156,6 +156,8 @@ export default fp(async (fastify) => {
       reply.header('connection', 'close')
       throw fileTooLarge(maxBytes)
     }
+    // Before a byte is read: refused (503), the body is left to Node, which drops it.
+    const release = this.holdBulkSlot()
     // The socket may stay quiet while the rows are written, longer than the server's own limit.
     // (An injected request's socket is a stand-in without timeouts.)
     const socket = this.raw.socket as Partial<typeof this.raw.socket>
@@ -235,6 +237,8 @@ export default fp(async (fastify) => {
       this.raw.unpipe()
       this.raw.resume()
       throw error
+    } finally {
+      release()
     }
   })
-}, { name: 'import-writes', dependencies: ['config', 'audit', 'change-outbox', 'idempotency'] })
+}, { name: 'import-writes', dependencies: ['config', 'audit', 'change-outbox', 'idempotency', 'bulk-slots'] })

@@ -18,8 +18,11 @@ export interface Lists {
   send (reply: FastifyReply, list: ListRequest, page: ListPage, options: { path: string, envelope?: boolean }): FastifyReply
   /** The export a GET asks for by its `Accept` (`text/csv`, `application/x-ndjson`) over JSON; none for JSON, or a HEAD. */
   exportFormat (request: FastifyRequest): ExportFormat | undefined
-  /** Streams an export as it is read (`rows`: a list's `export`), as `name.csv` or `name.ndjson`. */
-  sendExport (reply: FastifyReply, rows: Readable, format: ExportFormat, name: string): FastifyReply
+  /**
+   * Streams an export as it is read (`open`: a list's `export`), as `name.csv` or `name.ndjson`,
+   * in one of the instance's bulk slots (BULK_CONCURRENCY; none free, 503).
+   */
+  sendExport (request: FastifyRequest, reply: FastifyReply, open: () => Promise<Readable>, format: ExportFormat, name: string): Promise<FastifyReply>
 }
 
 /** The forms a list exports in, besides its JSON pages. */
@@ -47,7 +50,17 @@ export default fp(async (fastify) => {
       const chosen = new Negotiator({ headers: { accept: request.headers.accept } }).mediaType(OFFERED)
       return chosen === EXPORT_TYPES.csv ? 'csv' : chosen === EXPORT_TYPES.ndjson ? 'ndjson' : undefined
     },
-    sendExport (reply, rows, format, name) {
+    async sendExport (request, reply, open, format, name) {
+      // One of the instance's bulk slots, until the COPY ends: the rows all sent, or the client gone.
+      const release = request.holdBulkSlot()
+      let rows: Readable
+      try {
+        rows = await open()
+      } catch (error) {
+        release()
+        throw error
+      }
+      rows.once('close', release)
       return reply
         .type(format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8')
         .header('content-disposition', `attachment; filename="${name}.${format}"`)
@@ -57,4 +70,4 @@ export default fp(async (fastify) => {
         .send(rows)
     }
   } satisfies Lists)
-}, { name: 'lists', dependencies: ['config'] })
+}, { name: 'lists', dependencies: ['config', 'bulk-slots'] })

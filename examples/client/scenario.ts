@@ -96,6 +96,17 @@ check(retried.response.headers.get('idempotent-replayed') === 'true' && retried.
 const list = await api.GET('/api/clients', { ...auth, params: { query: { limit: 10 } } })
 check(list.data?.data.some(client => client.id === id), 'list clients', list)
 
+// A batch: several clients in one request, each row's outcome in the rows' order.
+const batch = await api.POST('/api/clients/batch', {
+  ...auth,
+  params: { query: { mode: 'per_row' } },
+  body: [
+    { name: 'Beta', vat_number: '1234567891', street: 'Prosta 2', city: 'Kraków', post_code: '30-001', email: 'office@beta.example' },
+    { name: 'Gamma', vat_number: 'not digits', street: 'Prosta 3', city: 'Gdańsk', post_code: '80-001', email: 'office@gamma.example' }
+  ]
+})
+check(batch.data?.data.map(outcome => outcome.status).join() === '201,400', 'a batch of clients answers each row', batch)
+
 // API keys: a key for a machine client that only lists clients; shown once, used, revoked.
 const made = await api.POST('/api/keys', { ...auth, body: { name: 'nightly export', permissions: ['client-list'], current_password: password } })
 const key = made.data

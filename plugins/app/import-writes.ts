@@ -57,6 +57,9 @@ declare module 'fastify' {
   }
 }
 
+/** Rows read between two turns of the event loop given to other requests. */
+const YIELD_EVERY = 1024
+
 /** Rows refused: the first NAMED_ROWS in the file's order, and how many in all. */
 class RowErrors {
   total = 0
@@ -151,6 +154,9 @@ export default fp(async (fastify) => {
 
   fastify.decorateRequest('importRecords', async function <Input> (this: FastifyRequest, reply: FastifyReply, kind: ImportKind<Input>, onConflict: OnConflict = 'error', answer: (result: ImportResult) => unknown) {
     if (this.body === undefined) throw new CodedError('unsupported_media_type', `An import takes a file: ${Object.values(IMPORT_MEDIA_TYPES).join(' or ')}`)
+    // UTF-8 only: text of another charset would be stored wrong, not refused.
+    const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(this.headers['content-type']!)?.[1]
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new CodedError('unsupported_media_type', `An import's file is UTF-8, not ${charset}`)
     // A body announced larger than the limit is refused before a byte of it is read.
     if (Number(this.headers['content-length']) > maxBytes) {
       reply.header('connection', 'close')
@@ -181,7 +187,8 @@ export default fp(async (fastify) => {
       let loaded = 0
       try {
         for await (const record of file.records) {
-          rows++
+          // Rows refused come without a wait on PostgreSQL: the other requests get their turn.
+          if (++rows % YIELD_EVERY === 0) await new Promise(resolve => setImmediate(resolve))
           const checked = checkedRow(record, validate)
           if ('error' in checked) {
             errors.add(checked.error)
@@ -225,15 +232,12 @@ export default fp(async (fastify) => {
       return { status: 200 as const, body: answer(result) }
     })
 
-    const drain = async () => {
-      for await (const record of file.records) void record
-    }
     try {
-      return await this.createOnce(reply, db => db.isTransaction ? load(db) : db.transaction(load), { drain, digest: file.digest })
+      return await this.createOnce(reply, db => db.isTransaction ? load(db) : db.transaction(load), { drain: file.drain, digest: file.digest })
     } catch (error) {
-      // Refused before the file was all read (too large, a bad header, a key under way): what
-      // has arrived is dropped, and what has not will not be read, so the connection closes.
-      if (!this.raw.complete) reply.header('connection', 'close')
+      // Refused, perhaps before the file was all read (too large, a bad header, a key under
+      // way): what has arrived is dropped, and the connection closes rather than wait for the rest.
+      reply.header('connection', 'close')
       this.raw.unpipe()
       this.raw.resume()
       throw error

@@ -55,9 +55,9 @@ t.test('an NDJSON file makes its students', async t => {
 })
 
 // Line 2: good; 3: not an e-mail address; 4: an address a student has; 5: no age column value;
-// 6: line 2's address in other case; 7: a quote not closed in its field; 8: good.
+// 6: line 2's address in other case; 7: fields too few; 8: good.
 const mixedCsv = ['name,email,age,dob', csvLine(student(1)), csvLine({ ...student(2), email: 'nope' }), csvLine(ada),
-  'No Age,noage@example.com,,2001-02-03', csvLine({ ...student(4), email: 'STUDENT1@example.com' }), 'Bad "quote,b@example.com,1,2001-01-01', csvLine(student(8))].join('\n') + '\n'
+  'No Age,noage@example.com,,2001-02-03', csvLine({ ...student(4), email: 'STUDENT1@example.com' }), 'Too few,few@example.com', csvLine(student(8))].join('\n') + '\n'
 
 t.test('on_conflict=error: a file with refused rows writes nothing, and names the rows by line', async t => {
   const app = await build(t)
@@ -116,6 +116,14 @@ t.test('on_conflict=update changes each student the file names by address, audit
   t.same(events.map(event => [event.resource_id, event.changed, event.data.name]), [[made[0]!.id, ['name', 'email', 'age'], 'Renamed'], [made[1]!.id, ['name', 'email', 'age'], 'Renamed']], 'an event as a PUT\'s, with the fields changed')
 })
 
+t.test('a CSV that cannot be read on (a quote left open) is refused whole, whatever on_conflict says: no row after it could be trusted', async t => {
+  const app = await build(t)
+  const file = ['name,email,age,dob', csvLine(student(1)), '"Unclosed,u@example.com,1,2000-01-01', ...Array.from({ length: 50 }, (_, i) => csvLine(student(10 + i)))].join('\n') + '\n'
+  const res = await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers: CSV, payload: file })
+  t.match(res.json(), { statusCode: 400, code: 'invalid_body', data: { 3: [/The file cannot be read from this line on/] } })
+  t.equal(await count(app, 'students'), 0, 'nothing written')
+})
+
 t.test('a file refused whole: a header naming no field, no header, JSON, no body, too large', async t => {
   const app = await build(t, { imports: { maxBytes: 2048, timeoutMs: 60_000 } })
   const before = await counts(app)
@@ -128,6 +136,9 @@ t.test('a file refused whole: a header naming no field, no header, JSON, no body
   t.match(empty.json(), { statusCode: 400, data: { header: [/is missing/] } })
   const json = await app.inject({ method: 'POST', url: '/students/import', payload: [student(1)] })
   t.match(json.json(), { statusCode: 415, code: 'unsupported_media_type' })
+  const latin = await app.inject({ method: 'POST', url: '/students/import', headers: { 'content-type': 'text/csv; charset=iso-8859-1' }, payload: 'name,email,age,dob\n' })
+  t.match(latin.json(), { statusCode: 415, message: /UTF-8, not iso-8859-1/ })
+  t.equal((await app.inject({ method: 'POST', url: '/students/import', headers: { 'content-type': 'text/csv; charset="UTF-8"' }, payload: 'name,email,age,dob\n' })).statusCode, 200)
   const none = await app.inject({ method: 'POST', url: '/students/import' })
   t.match(none.json(), { statusCode: 415, code: 'unsupported_media_type' })
   const rows = Array.from({ length: 100 }, (_, i) => student(i))
@@ -163,6 +174,8 @@ t.test('one Idempotency-Key covers a file: a retry gets the first answer and wri
   t.same(await counts(app), before, 'no second copy')
   const other = await app.inject({ method: 'POST', url: '/students/import', headers, payload: ndjson([student(3)]) })
   t.match(other.json(), { statusCode: 422, code: 'idempotency_key_reused' })
+  const otherForm = await app.inject({ method: 'POST', url: '/students/import', headers: { ...headers, 'content-type': 'text/csv' }, payload: file })
+  t.match(otherForm.json(), { statusCode: 422, code: 'idempotency_key_reused' }, 'the same bytes as CSV are another request')
   const otherMode = await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers, payload: file })
   t.match(otherMode.json(), { statusCode: 422, code: 'idempotency_key_reused' }, 'the query is part of the request')
 })
@@ -278,13 +291,29 @@ t.test('a large file: its rows written in order; of 300 refused, the first 100 n
   t.match(res.json(), { inserted: 3000, failed: 0 })
   t.same((await app.knex('students').orderBy('id').pluck('email')), good.map(row => row.email), 'in the file\'s order')
 
-  // Bad rows from line 2 on, every other line, and a line too long at the very end, unended.
+  // Bad rows from line 2 on, every other line.
   const lines = Array.from({ length: 300 }, (_, i) => [csvLine({ ...student(5000 + i), age: -1 }), csvLine(student(6000 + i))]).flat()
-  const refused = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: ['name,email,age,dob', ...lines, 'x'.repeat(70_000)].join('\n') })
+  const refused = await app.inject({ method: 'POST', url: '/students/import', headers: CSV, payload: ['name,email,age,dob', ...lines].join('\n') })
   const body = refused.json<{ data: Record<string, string[]>, message: string }>()
-  t.match(body, { statusCode: 422, code: 'invalid_rows', message: /^301 of the file's 601 rows cannot be imported/ })
+  t.match(body, { statusCode: 422, code: 'invalid_rows', message: /^300 of the file's 600 rows cannot be imported/ })
   t.same(Object.keys(body.data), Array.from({ length: 100 }, (_, i) => `${2 + 2 * i}.age`), 'the first 100, by line')
   t.equal(await count(app, 'students'), 3000)
   const longLast = await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers: NDJSON, payload: ndjson([student(7000)]) + JSON.stringify({ ...student(7001), name: 'y'.repeat(70_000) }) })
   t.match(longLast.json(), { inserted: 1, failed: 1, errors: [{ line: 2, data: { row: [/longer than 65536 bytes/] } }] })
+})
+
+t.test('clients gone right after their headers hold nothing: no COPY left waiting, the slots free', async t => {
+  const app = await build(t, { bulkConcurrency: 2 })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (app.server.address() as net.AddressInfo).port
+  for (let i = 0; i < 6; i++) {
+    const socket = net.connect(port, '127.0.0.1')
+    await new Promise(resolve => socket.once('connect', resolve))
+    socket.write('POST /students/import HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: text/csv\r\ncontent-length: 1000\r\n\r\nname,email,age,dob\n')
+    socket.destroy()
+  }
+  const copies = async () => Number((await app.knex.raw<{ rows: [{ n: string }] }>("select count(*) as n from pg_stat_activity where datname = current_database() and query like 'copy pg_temp.import_rows%' and state <> 'idle'")).rows[0].n)
+  t.ok(await within(10_000, async () => await copies() === 0), 'no COPY left')
+  t.ok(await within(10_000, async () => (await app.inject({ method: 'POST', url: '/students/import', headers: NDJSON, payload: ndjson([student(1)]) })).statusCode === 200), 'an import runs: its slot is free')
+  t.equal(await count(app, 'students'), 1)
 })

@@ -29,10 +29,7 @@ export function serverOptions (config: LoadedConfig): FastifyServerOptions {
     // or the connection's; the per-IP limits, sessions and the audit log use it.
     trustProxy: config.trustProxy.length > 0 ? config.trustProxy : false,
     bodyLimit: 32 * 1024,
-    // Node's limit on receiving a whole request, for every route alike: an import's upload may
-    // take IMPORT_TIMEOUT. The others' bodies are held to HANDLER_TIMEOUT by their own timer
-    // (plugins/app/request-timing.ts answers 408), and their headers to Node's headersTimeout.
-    requestTimeout: Math.max(config.timeouts.request, config.imports.timeoutMs),
+    requestTimeout: config.timeouts.request,
     connectionTimeout: config.timeouts.request,
     keepAliveTimeout: config.timeouts.keepAlive,
     // plugins/app/load-shedding.ts answers requests that arrive while closing, in the error body.

@@ -8,7 +8,7 @@ import path from 'node:path'
 import { pipeline } from 'node:stream/promises'
 import type pg from 'pg'
 import type { Server } from './harness.js'
-import { median, rssMb } from './load.js'
+import { median, withPeakRss } from './load.js'
 
 export interface ImportFigures { rows: number, serviceRowsPerSecond: number, copyRowsPerSecond: number, ratio: number, peakRssMb: number }
 
@@ -57,10 +57,10 @@ export async function benchImport (server: DatabaseServer, database: string, db:
     const copies: number[] = []
     let peakRssMb = 0
     for (let round = 0; round < repeat; round++) {
-      const sampler = setInterval(() => { rssMb(service.process.pid!).then(mb => { peakRssMb = Math.max(peakRssMb, mb) }, () => {}) }, 50)
       let started = performance.now()
-      const answer = JSON.parse(await upload(`${service.url}/students/import`, file)) as { inserted: number }
-      clearInterval(sampler)
+      const { result, peakMb } = await withPeakRss(service.process.pid!, () => upload(`${service.url}/students/import`, file))
+      peakRssMb = Math.max(peakRssMb, peakMb)
+      const answer = JSON.parse(result) as { inserted: number }
       if (answer.inserted !== rows) throw new Error(`the import made ${answer.inserted} students of ${rows}`)
       services.push(rows / ((performance.now() - started) / 1000))
       await takeOut()

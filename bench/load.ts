@@ -70,6 +70,17 @@ async function databaseTicks (postmaster: number | undefined): Promise<number> {
   return fields ? await cpuTicks(postmaster) + Number(fields[13]) + Number(fields[14]) : 0
 }
 
+/** Runs `work` while sampling the resident memory of `pid` (and its children) every 50 ms: its result, and the peak in MB. */
+export async function withPeakRss<T> (pid: number, work: () => Promise<T>): Promise<{ result: T, peakMb: number }> {
+  let peakMb = 0
+  const sampler = setInterval(() => { rssMb(pid).then(mb => { peakMb = Math.max(peakMb, mb) }, () => {}) }, 50)
+  try {
+    return { result: await work(), peakMb }
+  } finally {
+    clearInterval(sampler)
+  }
+}
+
 /** The postmaster of the backend `backendPid`, when the server runs on this machine. */
 export async function postmasterOf (backendPid: number): Promise<number | undefined> {
   const fields = await statFields(backendPid)

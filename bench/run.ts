@@ -16,7 +16,7 @@ import { benchFeed, type FeedFigures } from './feed.js'
 import { benchImport, type ImportFigures } from './import.js'
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from '../test/setup/pgbouncer.js'
 import { benchDatabase, freePort, start, stop, type Server } from './harness.js'
-import { measure, median, pairedRatio, postmasterOf, rssMb, type Measured, type Request } from './load.js'
+import { measure, median, pairedRatio, postmasterOf, withPeakRss, type Measured, type Request } from './load.js'
 
 const SECONDS = Number(process.env.BENCH_DURATION ?? 10)
 const REPEAT = Number(process.env.BENCH_REPEAT ?? 3)
@@ -457,16 +457,18 @@ async function benchExport (server: { host: string, port: number, user: string, 
   const copies: number[] = []
   let peakRssMb = 0
   for (let round = 0; round < REPEAT; round++) {
-    const sampler = setInterval(() => { rssMb(service.process.pid!).then(mb => { peakRssMb = Math.max(peakRssMb, mb) }, () => {}) }, 50)
     let started = performance.now()
-    const res = await fetch(`${service.url}/students`, { headers: { accept: 'text/csv' } })
-    let lines = -1
-    // Line ends counted by Buffer's search, natively: a loop of JavaScript over 100 MB would cost the client more than the service.
-    for await (const chunk of res.body! as unknown as AsyncIterable<Uint8Array>) {
-      const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-      for (let at = buffer.indexOf(10); at >= 0; at = buffer.indexOf(10, at + 1)) lines++
-    }
-    clearInterval(sampler)
+    const { result: lines, peakMb } = await withPeakRss(service.process.pid!, async () => {
+      const res = await fetch(`${service.url}/students`, { headers: { accept: 'text/csv' } })
+      let lines = -1
+      // Line ends counted by Buffer's search, natively: a loop of JavaScript over 100 MB would cost the client more than the service.
+      for await (const chunk of res.body! as unknown as AsyncIterable<Uint8Array>) {
+        const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        for (let at = buffer.indexOf(10); at >= 0; at = buffer.indexOf(10, at + 1)) lines++
+      }
+      return lines
+    })
+    peakRssMb = Math.max(peakRssMb, peakMb)
     if (lines !== rows) throw new Error(`the export sent ${lines} rows of ${rows}`)
     services.push(rows / ((performance.now() - started) / 1000))
     started = performance.now()

@@ -173,7 +173,7 @@ export function ImportBody (row: TSchema, fields: readonly string[]) {
   return {
     description: `The file, UTF-8, streamed: ${each}. At most \`IMPORT_MAX_BYTES\` (100 MiB unless configured). Lines are counted from 1, a CSV's header being line 1.`,
     content: {
-      'text/csv': file(`A header line naming the fields (in any order; each of ${fields.join(', ')}), then a record a line: RFC 4180 quoting, CRLF or LF line ends; a byte-order mark and blank lines are ignored. An integer field's digits are taken as its number.`),
+      'text/csv': file(`A header line naming the fields (in any order; each of ${fields.join(', ')}), then a record a line: RFC 4180 quoting, CRLF or LF line ends; a byte-order mark and empty lines are ignored; a quote left open, or a record over 64 KiB, refuses the file (400). An integer field's digits are taken as its number.`),
       'application/x-ndjson': file(`One JSON object a line, as a single create's body (the schema \`${String(row.$id)}\`); blank lines are ignored.`)
     }
   }

@@ -57,14 +57,20 @@ function metered (body: Readable, maxBytes: number): MeteredBytes {
   // A client gone before the whole request arrived, even before this was called: the records
   // end in that error (`finished` tells of a body closed already, too).
   const cut = () => meter.destroy(new Error('The request was not received whole'))
-  finished(body, error => { if (error) cut() })
-  const request = body as Readable & { complete?: boolean, socket?: { destroyed?: boolean, once?: (event: string, listener: () => void) => void } }
+  type Listener = (event: string, listener: () => void) => void
+  const request = body as Readable & { complete?: boolean, socket?: { destroyed?: boolean, once?: Listener, off?: Listener } }
+  const closed = () => { if (request.complete === false) cut() }
+  // The socket outlives the request (keep-alive): its listener goes once the body has ended.
+  finished(body, error => {
+    request.socket?.off?.('close', closed)
+    if (error) cut()
+  })
   if (request.complete === false) {
     // Gone already, its socket closed before the route began to read: no event will come.
     // (A moment between the headers' parsing and the route that tests do not catch.)
     /* c8 ignore next */
     if (request.socket?.destroyed === true) cut()
-    else request.socket?.once?.('close', () => { if (request.complete === false) cut() })
+    else request.socket?.once?.('close', closed)
   }
   body.pipe(meter)
   return meter

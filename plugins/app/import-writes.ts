@@ -232,17 +232,16 @@ export default fp(async (fastify) => {
       return { status: 200 as const, body: answer(result) }
     })
 
-    try {
-      return await this.createOnce(reply, db => db.isTransaction ? load(db) : db.transaction(load), { drain: file.drain, digest: file.digest })
-    } catch (error) {
+    const refused = (error: unknown) => {
       // Refused, perhaps before the file was all read (too large, a bad header, a key under
       // way): what has arrived is dropped, and the connection closes rather than wait for the rest.
       reply.header('connection', 'close')
       this.raw.unpipe()
       this.raw.resume()
       throw error
-    } finally {
-      release()
     }
+    return this.createOnce(reply, db => db.isTransaction ? load(db) : db.transaction(load), { drain: file.drain, digest: file.digest })
+      .catch(refused)
+      .finally(release)
   })
 }, { name: 'import-writes', dependencies: ['config', 'audit', 'change-outbox', 'idempotency', 'bulk-slots'] })

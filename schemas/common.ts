@@ -183,7 +183,7 @@ export function ImportBody (row: TSchema, fields: readonly string[]) {
 export const ImportQuery = Type.Object({
   on_conflict: Type.Optional(Type.Union([Type.Literal('error'), Type.Literal('skip'), Type.Literal('update')], {
     default: 'error',
-    description: 'A row whose e-mail address a record holds (without regard to case): `error` (the default) refuses the whole import, as does any bad row (422, nothing written); `skip` leaves the record as it is and counts the row as skipped; `update` changes the record to the row\'s values. With `skip` and `update`, a bad row is told in `errors` and the others are written.'
+    description: 'A row whose e-mail address a record holds (without regard to case): `error` (the default) refuses the whole import, as does any bad row (422, nothing written); `skip` leaves the record as it is and counts the row as skipped; `update` changes the record to the row\'s values (refused, 428, with `REQUIRE_IF_MATCH`: an import carries no record\'s tag). With `skip` and `update`, a bad row is told in `errors` and the others are written.'
   }))
 })
 
@@ -200,7 +200,7 @@ export const ImportResult = Type.Object({
   inserted: Type.Integer({ minimum: 0, description: 'Records made' }),
   updated: Type.Integer({ minimum: 0, description: 'Records changed to a row\'s values (`on_conflict=update`)' }),
   unchanged: Type.Integer({ minimum: 0, description: 'Records that held a row\'s values already (`on_conflict=update`): not written' }),
-  skipped: Type.Integer({ minimum: 0, description: 'Rows whose unique value a record held (`on_conflict=skip`): not written' }),
+  skipped: Type.Integer({ minimum: 0, description: 'Rows whose unique value a record held (`on_conflict=skip`), or one made by another request while the import ran (`on_conflict=update` too): not written' }),
   failed: Type.Integer({ minimum: 0, description: 'Rows refused: unreadable, invalid, or repeating an earlier row\'s unique value' }),
   errors: Type.Array(Type.Ref(ImportRowError), { maxItems: 100, description: 'The first 100 rows refused, in the file\'s order' })
 }, { $id: 'ImportResult', additionalProperties: false })

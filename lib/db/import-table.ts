@@ -140,6 +140,8 @@ export async function updateHeld<Input> (connection: pg.ClientBase, target: Impo
         jsonb_build_object(${returning.map(name => `'${name}', records.${name}`).join(', ')}) as before_row,
         (${list('records', names)}) is distinct from (${list('rows', names)}) as differs
       from ${ROWS} rows join ${table} records on ${key(`records.${column}`)} = ${key(`rows.${column}`)}
+      -- Locked in the order of their ids, as every import locks them: none waits on another in a circle.
+      order by records.id
       for no key update of records),
     updated as (update ${table} records set ${names.map(name => `${name} = matched.${name}`).join(', ')}, updated_at = now()
       from matched where records.id = matched.id and matched.differs
@@ -151,15 +153,25 @@ export async function updateHeld<Input> (connection: pg.ClientBase, target: Impo
 }
 
 /**
- * Inserts the rows read, in the file's order; with `unique`, a row whose value a record holds
- * (one committed meanwhile) is skipped. `cteWrites` ride in the statement, reading `created`,
- * the records made. How many were.
+ * Inserts the rows read, their ids in the file's order; with `unique`, a row whose value a
+ * record holds (one committed meanwhile) is skipped. `cteWrites` ride in the statement, reading
+ * `created`, the records made. How many were.
  */
 export async function insertRows<Input> (connection: pg.ClientBase, target: ImportTarget<Input>, unique: UniqueColumn<Input> | undefined, cteWrites: readonly CteWrite[]): Promise<number> {
+  const { table } = target
   const names = fields(target).join(', ')
-  const skip = unique === undefined ? '' : `on conflict ((${unique.key(unique.column)})) do nothing`
-  const head = `created as (insert into ${target.table} (${names}) select ${names} from ${ROWS} order by line ${skip}
-    returning ${target.returning.join(', ')}, xmin::text as version)`
+  // With a unique value, written in its order (of code points, as a batch sorts its rows), so
+  // that two imports (or an import and a batch) that share values take them in the same order and never wait for each other in a circle
+  // (a deadlock); the ids, drawn in the file's order first (a volatile column of a sorted
+  // subquery is computed after its sort), keep the file's order.
+  const rows = unique === undefined
+    ? `insert into ${table} (${names}) select ${names} from ${ROWS} order by line`
+    : `insert into ${table} (id, ${names}) overriding system value
+      select id, ${names} from (
+        select nextval(pg_get_serial_sequence('${table}', 'id')) as id, ${names} from ${ROWS} order by line) numbered
+      order by ${unique.key(`numbered.${unique.column}`)} collate "C"
+      on conflict ((${unique.key(unique.column)})) do nothing`
+  const head = `created as (${rows} returning ${target.returning.join(', ')}, xmin::text as version)`
   const { text, values } = withCteWrites(head, [], cteWrites, 'select count(*)::int as inserted from created')
   const { rows: [made] } = await connection.query<{ inserted: number }>(text, values)
   return made!.inserted

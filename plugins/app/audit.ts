@@ -6,6 +6,7 @@ import { changedFields, LEFT_OUT } from '../../lib/audit/changed-fields.js'
 import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
+import { sqlName } from '../../lib/db/sql-name.js'
 
 /**
  * What changed: the resource as the write path names it (`student`, `client`, `key`,
@@ -108,12 +109,7 @@ function ipOf (request: FastifyRequest): string | null {
 }
 
 /** A column of `created` named in an entry's SQL: the code's own names, never a caller's. */
-const COLUMN = /^[a-z_]+$/
-const column = (name: string) => {
-  /* c8 ignore next -- a caller's mistake */
-  if (!COLUMN.test(name)) throw new Error(`Not a column name: ${name}`)
-  return `created.${name}`
-}
+const column = (name: string) => `created.${sqlName(name)}`
 
 // The entries of events, each a SELECT from `created` (unnesting an array of ids for `each`):
 // the actor, their session, the IP and the request first, then each event's action, resource

@@ -5,6 +5,7 @@ import type { CteWrite, Insertion } from '../../lib/db/prepared-query.js'
 import type { Scalar } from '../../lib/db/statement-query.js'
 import type { Actor } from './audit.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
+import { sqlName } from '../../lib/db/sql-name.js'
 
 /** A change of a record, as its outbox row tells it. */
 export interface OutboxChange {
@@ -67,8 +68,10 @@ function changedNames (before: Fields, after: Fields, secrets: readonly string[]
 }
 
 // A created record, as its INSERT returned it, without its version.
+// In the order of the records' ids (a statement writing many, as an import, may make them in
+// another: its events still come in the order of the records).
 const createdRow = (first: number) => `outboxed as (insert into change_outbox (resource, action, ${CONTEXT_COLUMNS.join(', ')}, resource_id, data)
-  select $${first}, 'create', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, created.id, to_jsonb(created) - 'version' from created)`
+  select $${first}, 'create', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, created.id, to_jsonb(created) - 'version' from created order by created.id)`
 
 // Each updated record, without its version or the record before, and the fields that changed
 // (`changedNames` does the same for a change of one record). `fields` are the code's own names.
@@ -76,7 +79,7 @@ const updatedRows = (fields: readonly string[]) => (first: number) => `outboxed_
   select $${first}, 'update', ${CONTEXT_COLUMNS.map((_, i) => `$${first + 1 + i}`).join(', ')}, updated.id, to_jsonb(updated) - '{version,before_row}'::text[],
     array(select name from unnest(array[${fields.map(field => `'${field}'`).join(', ')}]::text[]) with ordinality as field(name, n)
       where (updated.before_row -> name) is distinct from (to_jsonb(updated) -> name) order by n)
-  from updated)`
+  from updated order by updated.id)`
 
 const SWEEP_BATCH = 10_000
 // By ctid: the sweep goes by time, which the table's one B-tree (its id) does not serve. The
@@ -133,7 +136,7 @@ export default fp(async (fastify) => {
   fastify.decorateRequest('outboxedUpdates', function (this: FastifyRequest, resource: string, fields: readonly string[]) {
     if (!enabled) return []
     const compared = fields.filter(field => !ALWAYS_CHANGING.has(field))
-    if (compared.some(field => !/^[a-z_]+$/.test(field))) throw new Error(`Not field names: ${compared.join(', ')}`)
+    compared.forEach(sqlName)
     this.wroteEvents = true
     return [{ name: `outboxed-updates(${compared.join(',')})`, cte: updatedRows(compared), values: [resource, ...context(this)] }]
   })

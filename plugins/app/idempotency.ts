@@ -192,11 +192,9 @@ export default fp(async (fastify) => {
     const outcome = await this.guardWrite(() => knex.transaction(async trx => {
       const { rows: [found] } = await trx.raw<{ rows: [{ locked: boolean, fingerprint: string | null } & StoredAnswer] }>(LOOK_UP, [`${scope}\n${key}`, scope, key])
       if (!found.locked) throw underWay(reply)
-      if (found.fingerprint !== null) {
-        await streamed?.drain()
-        if (!isThisRequest(found.fingerprint, this, print ?? printOf())) throw otherRequest()
-        return found
-      }
+      // Kept: compared once the transaction has ended (a streamed body is read to the end
+      // first, at the client's pace, holding no connection).
+      if (found.fingerprint !== null) return { ...found, fingerprint: found.fingerprint }
       const created = await create(trx)
       const status = answeredStatus(created)
       const body = reply.code(status).serialize(created.body) as string
@@ -207,6 +205,8 @@ export default fp(async (fastify) => {
       return { status, headers, body, fresh: true }
     }))
     if (!('fresh' in outcome)) {
+      await streamed?.drain()
+      if (!isThisRequest(outcome.fingerprint, this, print ?? printOf())) throw otherRequest()
       reply.header('idempotent-replayed', 'true')
       fastify.metrics.idempotencyReplays.inc()
     }

@@ -153,6 +153,11 @@ export default fp(async (fastify) => {
   const { maxBytes, timeoutMs } = fastify.config.imports
 
   fastify.decorateRequest('importRecords', async function <Input> (this: FastifyRequest, reply: FastifyReply, kind: ImportKind<Input>, onConflict: OnConflict = 'error', answer: (result: ImportResult) => unknown) {
+    // A record changed without its tag could lose another's change: where the service asks for
+    // tags, an import (which cannot carry one a record) changes none.
+    if (onConflict === 'update' && fastify.config.requireIfMatch) {
+      throw fastify.httpErrors.createError(428, 'This service requires If-Match on updates, and an import cannot carry a tag for each record: import with on_conflict=skip or error, and change records with PUT or PATCH')
+    }
     if (this.body === undefined) throw new CodedError('unsupported_media_type', `An import takes a file: ${Object.values(IMPORT_MEDIA_TYPES).join(' or ')}`)
     // UTF-8 only: text of another charset would be stored wrong, not refused.
     const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(this.headers['content-type']!)?.[1]

@@ -80,7 +80,7 @@ export function studentSchemas (namespace: string, tag: string) {
       description: 'Answers 201 with the new student and its address in `Location`.',
       headers: CreateHeaders,
       body: Type.Ref(StudentInput),
-      response: { 201: Created(Student, 'The new student; `Location` is its address'), ...errorResponses(400, 409, 413, 415, 422) }
+      response: { 201: Created(Student, 'The new student; `Location` is its address'), ...errorResponses(400, 409, 413, 415, 422, 428) }
     },
     batch: {
       ...common,
@@ -100,7 +100,7 @@ export function studentSchemas (namespace: string, tag: string) {
       querystring: ImportQuery,
       headers: CreateHeaders,
       body: ImportBody(StudentInput, Object.keys(studentFields)),
-      response: { 200: Type.Ref(ImportResult, { description: 'What the import did', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 409, 413, 415, 422) }
+      response: { 200: Type.Ref(ImportResult, { description: 'What the import did', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 409, 413, 415, 422, 428) }
     },
     update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
       return {

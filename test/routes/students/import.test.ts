@@ -180,6 +180,31 @@ t.test('one Idempotency-Key covers a file: a retry gets the first answer and wri
   t.match(otherMode.json(), { statusCode: 422, code: 'idempotency_key_reused' }, 'the query is part of the request')
 })
 
+t.test('a retry whose file comes slowly is answered once it has all come, holding no transaction open meanwhile', async t => {
+  // Past DB_IDLE_IN_TRANSACTION_TIMEOUT, PostgreSQL ends a transaction left waiting: a retry
+  // read within the key's look-up would be cut off (503) by a slow upload.
+  const app = await build(t, config => { config.timeouts.dbIdleInTransaction = 300 })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as net.AddressInfo
+  const file = ndjson([student(1), student(2)])
+  const headers = { ...NDJSON, 'idempotency-key': 'slow-1' }
+  const first = await app.inject({ method: 'POST', url: '/students/import', headers, payload: file })
+  t.equal(first.statusCode, 200)
+  const answer = await new Promise<{ status: number, body: string, replayed: unknown }>((resolve, reject) => {
+    const request = http.request({ port, host: '127.0.0.1', method: 'POST', path: '/students/import', headers: { ...headers, 'content-length': String(Buffer.byteLength(file)) }, agent: false }, response => {
+      let body = ''
+      response.setEncoding('utf8').on('data', chunk => { body += chunk }).on('end', () => resolve({ status: response.statusCode!, body, replayed: response.headers['idempotent-replayed'] }))
+    })
+    request.on('error', reject)
+    request.write(file.slice(0, 10))
+    setTimeout(() => request.end(file.slice(10)), 1000)
+  })
+  t.equal(answer.status, 200, answer.body)
+  t.equal(answer.replayed, 'true')
+  t.equal(answer.body, first.body)
+  t.equal(await count(app, 'students'), 2)
+})
+
 /** Sends a POST of `body` over a socket and closes it once the body is sent, before any answer. */
 async function sendAndDrop (port: number, headers: Record<string, string>, body: string) {
   const socket = net.connect(port, '127.0.0.1')
@@ -274,6 +299,29 @@ t.test('IMPORT_TIMEOUT bounds an import\'s writes too: one held back past it is 
   await trx.rollback()
   t.match(res.json(), { statusCode: 503, code: 'unavailable' })
   t.equal(await count(app, 'students'), 1, 'nothing written')
+})
+
+t.test('imports sharing addresses in opposite orders both end: none waits on another in a circle', async t => {
+  const app = await build(t)
+  const shared = Array.from({ length: 2000 }, (_, i) => student(i))
+  await app.inject({ method: 'POST', url: '/students/import', headers: NDJSON, payload: ndjson(shared.filter((_, i) => i % 2 === 0).map(row => ({ ...row, name: 'Before' }))) })
+  for (const onConflict of ['skip', 'update']) {
+    const answers = await Promise.all([shared, [...shared].reverse()].map(rows =>
+      app.inject({ method: 'POST', url: `/students/import?on_conflict=${onConflict}`, headers: NDJSON, payload: ndjson(rows) })))
+    t.same(answers.map(res => res.statusCode), [200, 200], `${onConflict}: no deadlock, no 503`)
+  }
+  t.equal(await count(app, 'students'), 2000, 'each address once')
+  t.equal(Number((await app.knex('students').where({ name: 'Before' }).count({ n: '*' }))[0]!.n), 0, 'every student updated')
+})
+
+t.test('REQUIRE_IF_MATCH: on_conflict=update is refused, 428, before the file is read; skip still imports', async t => {
+  const app = await build(t, { requireIfMatch: true })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+  const file = ndjson([{ ...ada, name: 'Renamed' }, student(1)])
+  const update = await app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: file })
+  t.match(update.json(), { statusCode: 428, code: 'if_match_required', message: /on_conflict=skip/ })
+  t.equal(await count(app, 'students'), 1, 'nothing written')
+  t.match((await app.inject({ method: 'POST', url: '/students/import?on_conflict=skip', headers: NDJSON, payload: file })).json(), { inserted: 1, skipped: 1 })
 })
 
 t.test('with the audit log and the change outbox off, an import writes neither', async t => {

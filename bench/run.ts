@@ -447,37 +447,41 @@ try {
 
 interface ExportFigures { rows: number, serviceRowsPerSecond: number, copyRowsPerSecond: number, ratio: number, peakRssMb: number }
 
+/** The lines a pipeline (`command | wc -l`, in bash: a failure of `command` is its failure) writes, and the seconds it took. */
+async function countedLines (command: string, env: NodeJS.ProcessEnv = process.env): Promise<{ lines: number, seconds: number }> {
+  const started = performance.now()
+  const child = spawn('bash', ['-c', `set -o pipefail; ${command} | wc -l`], { env, stdio: ['ignore', 'pipe', 'inherit'] })
+  let out = ''
+  child.stdout.setEncoding('utf8').on('data', chunk => { out += chunk })
+  const [code] = await once(child, 'exit') as [number]
+  if (code !== 0) throw new Error(`${command} exited ${code}`)
+  return { lines: Number(out.trim()), seconds: (performance.now() - started) / 1000 }
+}
+
 /**
- * The whole list as CSV (`Accept: text/csv`), read to its end by one client, beside psql's
- * `COPY (the same query, its timestamps in the JSON's form) TO STDOUT`, alternately REPEAT times: the medians of
- * the rows a second, and the service's peak resident memory meanwhile (sampled every 50 ms).
+ * The whole list as CSV (`Accept: text/csv`, no compression asked for), read to its end by
+ * curl, beside psql's `COPY (the same query, its timestamps in the JSON's form) TO STDOUT`,
+ * alternately REPEAT times, each client's lines counted by `wc -l`: two C clients, so that the
+ * ratio is the service's and not the reader's. The medians of the rows a second, and the
+ * service's peak resident memory meanwhile (sampled every 50 ms).
  */
 async function benchExport (server: { host: string, port: number, user: string, password: string }, database: string, service: Server, rows: number): Promise<ExportFigures> {
   const services: number[] = []
   const copies: number[] = []
   let peakRssMb = 0
+  const header = 1
   for (let round = 0; round < REPEAT; round++) {
-    let started = performance.now()
-    const { result: lines, peakMb } = await withPeakRss(service.process.pid!, async () => {
-      const res = await fetch(`${service.url}/students`, { headers: { accept: 'text/csv' } })
-      let lines = -1
-      // Line ends counted by Buffer's search, natively: a loop of JavaScript over 100 MB would cost the client more than the service.
-      for await (const chunk of res.body! as unknown as AsyncIterable<Uint8Array>) {
-        const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)
-        for (let at = buffer.indexOf(10); at >= 0; at = buffer.indexOf(10, at + 1)) lines++
-      }
-      return lines
-    })
+    const { result: exported, peakMb } = await withPeakRss(service.process.pid!, async () =>
+      countedLines(`curl -sS --fail -H 'accept: text/csv' '${service.url}/students'`))
     peakRssMb = Math.max(peakRssMb, peakMb)
-    if (lines !== rows) throw new Error(`the export sent ${lines} rows of ${rows}`)
-    services.push(rows / ((performance.now() - started) / 1000))
-    started = performance.now()
-    const copy = spawn('psql', ['-h', server.host, '-p', String(server.port), '-U', server.user, '-d', database, '-Atqc',
-      `copy (select id, name, email, age, dob, ${['created_at', 'updated_at'].map(column => `to_char(date_trunc('milliseconds', ${column}) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column}`).join(', ')} from students order by id) to stdout (format csv, header)`],
-    { env: { ...process.env, PGPASSWORD: server.password }, stdio: ['ignore', 'ignore', 'inherit'] })
-    const [code] = await once(copy, 'exit') as [number]
-    if (code !== 0) throw new Error(`psql's COPY exited ${code}`)
-    copies.push(rows / ((performance.now() - started) / 1000))
+    if (exported.lines - header !== rows) throw new Error(`the export sent ${exported.lines - header} rows of ${rows}`)
+    services.push(rows / exported.seconds)
+    const timestamps = ['created_at', 'updated_at'].map(column => `to_char(date_trunc('milliseconds', ${column}) at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as ${column}`).join(', ')
+    const query = `copy (select id, name, email, age, dob, ${timestamps} from students order by id) to stdout (format csv, header)`
+    const copied = await countedLines(`psql -h ${server.host} -p ${server.port} -U ${server.user} -d ${database} -Atqc "$COPY_QUERY"`,
+      { ...process.env, PGPASSWORD: server.password, COPY_QUERY: query })
+    if (copied.lines - header !== rows) throw new Error(`psql's COPY wrote ${copied.lines - header} rows of ${rows}`)
+    copies.push(rows / copied.seconds)
   }
   const serviceRowsPerSecond = median(services)
   const copyRowsPerSecond = median(copies)

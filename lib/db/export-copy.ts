@@ -20,23 +20,32 @@ async function inlined (connection: pg.PoolClient, sql: string, values: unknown[
  * stream read as the consumer takes it (COPY … TO STDOUT: one statement, one snapshot): CSV
  * with a header line of the query's column names, or each row's one column a line as it is
  * (`lines`: CSV whose quote and delimiter are control characters that no JSON text holds, so
- * nothing is quoted). The connection goes back to the pool once the COPY ends; a consumer that
- * stops early (a client gone) closes it, which ends the query.
+ * nothing is quoted). The COPY has `timeoutMs`, from its start to its last row taken, in place
+ * of the pool's statement timeout. The connection goes back to the pool once the COPY ends; a
+ * consumer that stops early (a client gone) closes it, which ends the query.
  */
-export async function copyExport (pool: pg.Pool, sql: string, values: unknown[], form: 'csv' | 'lines'): Promise<Readable> {
+export async function copyExport (pool: pg.Pool, sql: string, values: unknown[], form: 'csv' | 'lines', timeoutMs: number): Promise<Readable> {
   const connection = await pool.connect()
   try {
+    // A transaction of its own for the time limit: SET LOCAL, as a session's setting would
+    // outlive the export behind a transaction-mode PgBouncer.
+    await connection.query(`begin; set local statement_timeout = ${Math.max(1, Math.ceil(timeoutMs))}`)
     const options = form === 'csv' ? 'format csv, header' : 'format csv, quote e\'\\x01\', delimiter e\'\\x02\''
     const stream = connection.query(copyTo(`copy (${await inlined(connection, sql, values)}) to stdout (${options})`))
-    let released = false
-    const release = (error?: Error) => {
-      if (released) return
-      released = true
-      connection.release(error)
+    let ended = false
+    const end = (error?: Error) => {
+      if (ended) return
+      ended = true
+      // Read to its end, the COPY's transaction commits (it wrote nothing) and the connection
+      // goes back; ended otherwise, the connection is closed, which ends the query.
+      if (error !== undefined) return connection.release(error)
+      connection.query('commit').then(() => connection.release(),
+        /* c8 ignore next -- the connection lost between the COPY's end and its commit */
+        (failure: Error) => connection.release(failure))
     }
-    stream.on('end', () => release())
-    stream.on('error', error => release(error))
-    stream.on('close', () => release(new Error('the export ended before its COPY did')))
+    stream.on('end', () => end())
+    stream.on('error', end)
+    stream.on('close', () => end(new Error('the export ended before its COPY did')))
     return stream
   /* c8 ignore next 4 -- the database failing between the connection's checkout and the COPY */
   } catch (error) {

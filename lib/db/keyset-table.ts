@@ -197,13 +197,13 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
      * limit, as PostgreSQL's COPY writes it (lib/db/export-copy.ts), from one snapshot: CSV
      * with a header, or NDJSON; each field as the JSON answers show it. For tables not `settled`.
      */
-    async export (request: ListRequest, format: 'csv' | 'ndjson'): Promise<Readable> {
+    async export (request: ListRequest, format: 'csv' | 'ndjson', timeoutMs: number): Promise<Readable> {
       const fieldsShown = Object.entries(schema.properties).map(([name, property]) => ({ name, value: exportedValue(knex, columnOf(name), property) }))
       const selected = format === 'csv'
         ? fieldsShown.map(({ name, value }) => knex.raw('? as ??', [value, name]))
         : [knex.raw(`json_build_object(${fieldsShown.map(() => '?, ?').join(', ')})::text`, fieldsShown.flatMap(({ name, value }) => [name, value]))]
       const { sql, bindings } = applyKeyset(applyFilters(rows(knex).select(selected), fields, request.filters, customFilters), orderKeys(fields, id, request, idType), request.after).toSQL().toNative()
-      return copyExport(pool, sql, bindings as unknown[], format === 'csv' ? 'csv' : 'lines')
+      return copyExport(pool, sql, bindings as unknown[], format === 'csv' ? 'csv' : 'lines', timeoutMs)
     },
 
     /** The SQL and values a page of this list runs, for EXPLAIN. */

@@ -37,6 +37,8 @@ export interface Config {
   /** Updates and deletes without If-Match are refused (428). */
   requireIfMatch: boolean
   imports: ImportsConfig
+  /** An export's time limit, its COPY's from its start to its last row read by the client (EXPORT_TIMEOUT). */
+  exportTimeoutMs: number
   /** Imports and exports that one instance runs at once (each holds a connection of the pool). */
   bulkConcurrency: number
   audit: AuditConfig
@@ -474,6 +476,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       maxBytes: integer(env, 'IMPORT_MAX_BYTES', 100 * 1024 * 1024, 1024, 2 ** 40),
       timeoutMs: milliseconds(env, 'IMPORT_TIMEOUT', 10 * MS_PER_UNIT.m)
     },
+    exportTimeoutMs: milliseconds(env, 'EXPORT_TIMEOUT', 10 * MS_PER_UNIT.m),
     bulkConcurrency: integer(env, 'BULK_CONCURRENCY', 2, 1, 1000),
     audit: {
       enabled: oneOf(env, 'AUDIT_LOG', 'on', ['on', 'off']) === 'on',

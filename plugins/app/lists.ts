@@ -19,10 +19,10 @@ export interface Lists {
   /** The export a GET asks for by its `Accept` (`text/csv`, `application/x-ndjson`) over JSON; none for JSON, or a HEAD. */
   exportFormat (request: FastifyRequest): ExportFormat | undefined
   /**
-   * Streams an export as it is read (`open`: a list's `export`), as `name.csv` or `name.ndjson`,
+   * Streams an export as it is read (`open`: a list's `export`, given EXPORT_TIMEOUT), as `name.csv` or `name.ndjson`,
    * in one of the instance's bulk slots (BULK_CONCURRENCY; none free, 503).
    */
-  sendExport (request: FastifyRequest, reply: FastifyReply, open: () => Promise<Readable>, format: ExportFormat, name: string): Promise<FastifyReply>
+  sendExport (request: FastifyRequest, reply: FastifyReply, open: (timeoutMs: number) => Promise<Readable>, format: ExportFormat, name: string): Promise<FastifyReply>
 }
 
 /** The forms a list exports in, besides its JSON pages. */
@@ -55,7 +55,7 @@ export default fp(async (fastify) => {
       const release = request.holdBulkSlot()
       let rows: Readable
       try {
-        rows = await open()
+        rows = await open(fastify.config.exportTimeoutMs)
       } catch (error) {
         release()
         throw error

@@ -35,7 +35,7 @@ export function studentRoutes (variant: Variant): FastifyPluginAsyncTypebox {
     fastify.get('/', { schema: schemas.index(variant.bulk) }, async (request, reply) => {
       const list = fastify.lists.request(request, studentListFields)
       const format = variant.bulk ? fastify.lists.exportFormat(request) : undefined
-      if (format !== undefined) return fastify.lists.sendExport(request, reply, () => students.export(list, format), format, 'students')
+      if (format !== undefined) return fastify.lists.sendExport(request, reply, timeoutMs => students.export(list, format, timeoutMs), format, 'students')
       return fastify.lists.send(reply, list, await students.query(list), { path: fastify.prefix })
     })
 

@@ -55,6 +55,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
     idempotencyTtlSeconds: 86_400,
     requireIfMatch: false,
     imports: { maxBytes: 100 * 1024 * 1024, timeoutMs: 600_000 },
+    exportTimeoutMs: 600_000,
     bulkConcurrency: 2,
     audit: { enabled: true, retentionSeconds: 365 * 86_400 },
     outbox: { enabled: true, retentionSeconds: 30 * 86_400, heartbeatSeconds: 15 },
@@ -268,10 +269,11 @@ t.test('IDEMPOTENCY_TTL takes a duration, REQUIRE_IF_MATCH true or false', async
   t.equal(config.requireIfMatch, true)
 })
 
-t.test('IMPORT_MAX_BYTES takes a number of bytes, IMPORT_TIMEOUT a duration', async t => {
+t.test('IMPORT_MAX_BYTES takes a number of bytes, IMPORT_TIMEOUT and EXPORT_TIMEOUT a duration', async t => {
   t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, IMPORT_MAX_BYTES: '1048576', IMPORT_TIMEOUT: '1h' }).imports, { maxBytes: 1_048_576, timeoutMs: 3_600_000 })
   t.throws(() => loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, IMPORT_MAX_BYTES: '100' }), { name: 'ConfigError', message: /^IMPORT_MAX_BYTES must be a whole number from 1024/ })
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, BULK_CONCURRENCY: '5' }).bulkConcurrency, 5)
+  t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, EXPORT_TIMEOUT: '30m' }).exportTimeoutMs, 1_800_000)
 })
 
 t.test('EVENTS_RETENTION and EVENTS_HEARTBEAT take durations, CHANGE_OUTBOX on or off', async t => {

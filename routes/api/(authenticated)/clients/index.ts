@@ -18,7 +18,7 @@ const clients: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.get('/', { schema: clientSchemas.index, onRequest: fastify.can('client-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, clientListFields)
     const format = fastify.lists.exportFormat(request)
-    if (format !== undefined) return fastify.lists.sendExport(request, reply, () => repository.export(list, format), format, 'clients')
+    if (format !== undefined) return fastify.lists.sendExport(request, reply, timeoutMs => repository.export(list, format, timeoutMs), format, 'clients')
     return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
   })
 

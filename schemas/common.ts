@@ -108,13 +108,18 @@ export const NotModified = Type.Null({
   headers: { etag: ETAG }
 })
 
+/** Whether an answer is a repeat's, kept for its `Idempotency-Key`. */
+const IDEMPOTENT_REPLAYED = Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' })
+
 /** A create's answer: the record, its address, its tag (unless `tagged` is false), and whether it is a repeat's. */
 export function Created (schema: TSchema, description: string, tagged = true) {
-  const headers = {
-    location: Type.String({ description: 'The new record\'s address' }),
-    'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' })
-  }
+  const headers = { location: Type.String({ description: 'The new record\'s address' }), 'idempotent-replayed': IDEMPOTENT_REPLAYED }
   return tagged ? Tagged(schema, description, headers) : described(schema, description, headers)
+}
+
+/** A bulk write's 200 (a batch's, an import's): what it did, and whether the answer is a repeat's. */
+export function BulkAnswer (schema: TSchema, description: string) {
+  return described(schema, description, { 'idempotent-replayed': IDEMPOTENT_REPLAYED })
 }
 
 /** The headers a create takes: `Idempotency-Key`. */

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../lib/http/list-query.js'
-import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, errorResponses, Exportable, IdParams, ImportBody, ImportQuery, ImportResult, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
+import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, BulkAnswer, Created, CreateHeaders, errorResponses, Exportable, IdParams, ImportBody, ImportQuery, ImportResult, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders } from '../../schemas/common.js'
 
 /** The writable fields of a student. */
 const studentFields = {
@@ -90,7 +90,7 @@ export function studentSchemas (namespace: string, tag: string) {
       querystring: BatchQuery,
       headers: CreateHeaders,
       body: BatchBody(StudentInput),
-      response: { 200: Type.Array(Type.Ref(BatchRowOutcome), { description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 409, 413, 415, 422) }
+      response: { 200: BulkAnswer(Type.Array(Type.Ref(BatchRowOutcome)), 'Each row\'s outcome, in the rows\' order'), ...errorResponses(400, 409, 413, 415, 422) }
     },
     import: {
       ...common,
@@ -100,7 +100,7 @@ export function studentSchemas (namespace: string, tag: string) {
       querystring: ImportQuery,
       headers: CreateHeaders,
       body: ImportBody(StudentInput, Object.keys(studentFields)),
-      response: { 200: Type.Ref(ImportResult, { description: 'What the import did', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }), ...errorResponses(400, 409, 413, 415, 422, 428) }
+      response: { 200: BulkAnswer(ImportResult, 'What the import did'), ...errorResponses(400, 409, 413, 415, 422, 428) }
     },
     update (mode: UpdateMode, method: 'PUT' | 'PATCH') {
       return {

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, BatchBody, BatchQuery, BatchRowOutcome, Created, CreateHeaders, Envelope, Exportable, errorResponses, IdParams, ImportBody, ImportResult, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
+import { AtLeastOneOf, BatchBody, BulkAnswer, BatchQuery, BatchRowOutcome, Created, CreateHeaders, Envelope, Exportable, errorResponses, IdParams, ImportBody, ImportResult, ListResponse, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
 export const clientFields = {
   name: Type.String({ minLength: 1, maxLength: 255, example: 'Acme Sp. z o.o.' }),
@@ -76,7 +76,7 @@ export const clientSchemas = {
     querystring: BatchQuery,
     headers: CreateHeaders,
     body: BatchBody(ClientInput),
-    response: { 200: { ...Envelope(Type.Array(Type.Ref(BatchRowOutcome))), description: 'Each row\'s outcome, in the rows\' order', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }, ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
+    response: { 200: BulkAnswer(Envelope(Type.Array(Type.Ref(BatchRowOutcome))), 'Each row\'s outcome, in the rows\' order'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
   },
   import: {
     ...auth,
@@ -85,7 +85,7 @@ export const clientSchemas = {
     description: 'Needs client-create. Clients from a CSV or NDJSON file, streamed: each row checked as `POST` of one would check it, then all written in one transaction, each with its audit entry and change event. Clients have no unique field, so no row conflicts with a record; a row refused (unreadable or invalid) writes nothing: 422 `invalid_rows`, whose `data` names the first 100 by line (`3.email`). Answers 200 with the counts in `data`. One `Idempotency-Key` covers the file: a retry, even after a dropped connection, gets the first answer and writes nothing again. The time limit is `IMPORT_TIMEOUT` (10 minutes unless configured); a file too large for it is split, and each part imported with a key of its own.',
     headers: CreateHeaders,
     body: ImportBody(ClientInput, Object.keys(clientFields)),
-    response: { 200: { ...Envelope(Type.Ref(ImportResult)), description: 'What the import did', headers: { 'idempotent-replayed': Type.Literal('true', { description: 'The stored answer of an earlier request with this `Idempotency-Key`: nothing was written again' }) } }, ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
+    response: { 200: BulkAnswer(Envelope(Type.Ref(ImportResult)), 'What the import did'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
   },
   update: (method: 'PUT' | 'PATCH') => ({
     ...auth,

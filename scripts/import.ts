@@ -71,13 +71,32 @@ async function send (progress: Progress): Promise<Answer> {
     }
   })
   return new Promise((resolve, reject) => {
-    const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers: { ...headers, 'content-length': String(size) } }, response => {
+    let answered = false
+    let sending = false
+    const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers: { ...headers, 'content-length': String(size), expect: '100-continue' } }, response => {
+      answered = true
       let body = ''
-      response.setEncoding('utf8').on('data', chunk => { body += chunk }).on('end', () => resolve({ status: response.statusCode!, body, retryAfter: response.headers['retry-after'] }))
+      response.setEncoding('utf8').on('data', chunk => { body += chunk }).on('end', () => {
+        resolve({ status: response.statusCode!, body, retryAfter: response.headers['retry-after'] })
+        // Answered before it was told to send the file (busy, refused): the file stays here.
+        if (!sending) request.destroy()
+      })
       response.on('error', reject)
     })
-    request.on('error', reject)
-    pipeline(createReadStream(file!), counted, request).catch(reject)
+    request.on('error', error => {
+      clearTimeout(unheard)
+      reject(error)
+    })
+    // The file goes once the service says so (100 Continue), or, as curl does, after a second
+    // without a word (a proxy that does not pass the 100 on); never once it has answered.
+    const sendFile = () => {
+      clearTimeout(unheard)
+      if (sending || answered) return
+      sending = true
+      pipeline(createReadStream(file!), counted, request).catch(reject)
+    }
+    const unheard = setTimeout(sendFile, 1000)
+    request.on('continue', sendFile)
   })
 }
 

@@ -136,7 +136,9 @@ export function acceptImportFiles (instance: FastifyInstance): void {
   instance.addContentTypeParser(Object.values(IMPORT_MEDIA_TYPES), (_request, payload, done) => { done(null, payload) })
   // An import's time is IMPORT_TIMEOUT, not HANDLER_TIMEOUT (plugins/app/request-timing.ts).
   const { timeoutMs } = instance.config.imports
-  instance.addHook('onRoute', route => { route.config = { ...route.config, timeoutMs } })
+  // Nor is a client that waits (Expect: 100-continue) told to send its file before the route's
+  // checks (plugins/app/expect-continue.ts).
+  instance.addHook('onRoute', route => { route.config = { ...route.config, timeoutMs, continuesBody: true } })
 }
 
 /** The file's form, by its media type (the content-type parsers took no other). */
@@ -185,6 +187,8 @@ export default fp(async (fastify) => {
       // has what is left of it (the COPY, the upload's time).
       const limitLeft = () => connection.query(`set local statement_timeout = ${Math.max(1, Math.ceil(timeoutMs - reply.elapsedTime))}`)
       await limitLeft()
+      // Checked and let in: a client that waits is told to send its file.
+      reply.continueBody()
       await createRowsTable(connection, target)
       const copy = copyRows(connection, target)
       const errors = new RowErrors()
@@ -245,8 +249,8 @@ export default fp(async (fastify) => {
       this.raw.resume()
       throw error
     }
-    return this.createOnce(reply, db => db.isTransaction ? load(db) : db.transaction(load), { drain: file.drain, digest: file.digest })
+    return this.createOnce(reply, db => db.isTransaction ? load(db) : db.transaction(load), { drain: async () => { reply.continueBody(); await file.drain() }, digest: file.digest })
       .catch(refused)
       .finally(release)
   })
-}, { name: 'import-writes', dependencies: ['config', 'audit', 'change-outbox', 'idempotency', 'bulk-slots'] })
+}, { name: 'import-writes', dependencies: ['config', 'audit', 'change-outbox', 'idempotency', 'bulk-slots', 'expect-continue'] })

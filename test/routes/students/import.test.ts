@@ -205,6 +205,42 @@ t.test('a retry whose file comes slowly is answered once it has all come, holdin
   t.equal(await count(app, 'students'), 2)
 })
 
+/** A POST that sends `Expect: 100-continue` and its body only once told to (100 Continue): whether it was told, and the answer. */
+async function expectingContinue (port: number, path: string, headers: Record<string, string>, body: string) {
+  return new Promise<{ continued: boolean, status: number, body: string }>((resolve, reject) => {
+    let continued = false
+    const request = http.request({ port, host: '127.0.0.1', method: 'POST', path, headers: { ...headers, expect: '100-continue', 'content-length': String(Buffer.byteLength(body)) }, agent: false }, response => {
+      let text = ''
+      response.setEncoding('utf8').on('data', chunk => { text += chunk }).on('end', () => {
+        resolve({ continued, status: response.statusCode!, body: text })
+        request.destroy()
+      })
+    })
+    request.on('continue', () => { continued = true; request.end(body) })
+    request.on('error', reject)
+  })
+}
+
+t.test('Expect: 100-continue: an import refused by its checks answers before its file is sent; one let in is told to send it', async t => {
+  const app = await build(t, { requireIfMatch: true })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as net.AddressInfo
+  const file = ndjson([student(1), student(2)])
+  const refused = await expectingContinue(port, '/students/import?on_conflict=update', NDJSON, file)
+  t.match(refused, { continued: false, status: 428 }, 'the final answer alone: the file never sent')
+  t.match(JSON.parse(refused.body), { code: 'if_match_required' })
+
+  const headers = { ...NDJSON, 'idempotency-key': 'expecting' }
+  const imported = await expectingContinue(port, '/students/import', headers, file)
+  t.match(imported, { continued: true, status: 200 })
+  t.match(JSON.parse(imported.body), { inserted: 2 })
+  t.match(await expectingContinue(port, '/students/import', headers, file), { continued: true, status: 200 }, 'a replay reads the file too, for its digest')
+  const unauthenticated = await expectingContinue(port, '/api/clients/import', NDJSON, file)
+  t.match(unauthenticated, { continued: false, status: 401 })
+  t.match(await expectingContinue(port, '/students', { 'content-type': 'application/json' }, JSON.stringify(student(3))), { continued: true, status: 201 }, 'any other route is told as it reads its body')
+  t.equal(await count(app, 'students'), 3)
+})
+
 /** Sends a POST of `body` over a socket and closes it once the body is sent, before any answer. */
 async function sendAndDrop (port: number, headers: Record<string, string>, body: string) {
   const socket = net.connect(port, '127.0.0.1')

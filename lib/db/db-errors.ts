@@ -1,9 +1,9 @@
 import type { ErrorCode } from '../http/error-codes.js'
 
-/** Whether the error is PostgreSQL's unique_violation on the given index. */
-function isUniqueViolation (error: unknown, index: string): boolean {
+/** Whether the error is PostgreSQL's unique_violation, on the given index if one is named. */
+export function isUniqueViolation (error: unknown, index?: string): boolean {
   const { code, constraint } = error as { code?: string, constraint?: string }
-  return code === '23505' && constraint === index
+  return code === '23505' && (index === undefined || constraint === index)
 }
 
 /** The 409 of `conflict()` for a write that hit the unique index; any other error unchanged. */

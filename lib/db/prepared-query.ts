@@ -114,12 +114,14 @@ export async function insert<Row, Args extends Scalar[]> (insertion: Insertion<R
 
 /**
  * Runs an insertion of many rows (an INSERT … SELECT), with its CTE writes, in `trx`, the
- * write's transaction: every row it returns, in the order the INSERT returned them. Its errors
- * are its own: such an INSERT skips the rows a unique index refuses (lib/db/batch-insert.ts).
+ * write's transaction, or on its own (`trx` the knex of the pool): every row it returns, in the
+ * order the INSERT returned them. Its errors are its own: such an INSERT skips the rows a
+ * unique index refuses, or fails whole (lib/db/batch-insert.ts).
  */
 export async function insertAll<Row, Args extends Scalar[]> (insertion: Insertion<Row, Args>, trx: Knex): Promise<Row[]> {
   if (insertion.cteWrites.length === 0) return (await insertion.query(insertion.args, trx)).rows
   const { statement, values } = composed(insertion)
+  if (!trx.isTransaction) return (await runOnPool(insertion.query.pool, statement, values)).rows
   return (await onConnectionOf(trx, connection => statement.run(connection, values))).rows
 }
 

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { Knex } from 'knex'
+import { isUniqueViolation } from '../../lib/db/db-errors.js'
 import { insertAll, type Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
@@ -30,10 +31,10 @@ export interface BatchKind<Row, Input> {
   resource: string
   /**
    * One INSERT … SELECT of these rows, in their order, returning each it made
-   * (lib/db/batch-insert.ts); with `unique`, skipping a row whose value another transaction
-   * took meanwhile.
+   * (lib/db/batch-insert.ts); with `unique`, skipping a row whose value a record holds, or,
+   * `skipTaken` false, failing whole on it.
    */
-  insertion: (rows: readonly Input[]) => Insertion<Versioned<Row & { id: number }>, [rows: string]>
+  insertion: (rows: readonly Input[], skipTaken?: boolean) => Insertion<Versioned<Row & { id: number }>, [rows: string]>
   unique?: UniqueField<Input>
 }
 
@@ -119,44 +120,59 @@ export default fp(async (fastify) => {
   fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly unknown[], mode: BatchMode | undefined, answer: (outcomes: RowOutcome[]) => unknown) {
     const atomic = mode !== 'per_row'
     const refused = refusedBySchema(rows)
-    return this.createOnce(reply, async db => {
-      const write = async (trx: Knex) => {
-        let writing = rows.flatMap((_, index) => refused.has(index) ? [] : [index])
-        const { unique } = kind
-        if (unique !== undefined) {
-          for (const [index, refusal] of repeatedValues(unique, rows, writing)) refused.set(index, refusal)
-          // In the order of their unique values: two batches that share values take them in
-          // the same order, and so never wait for each other in a circle (a deadlock).
-          writing = writing.filter(index => !refused.has(index)).sort((a, b) => uniqueKey(unique, rows[a]) < uniqueKey(unique, rows[b]) ? -1 : 1)
+    const { unique } = kind
+    let writing = rows.flatMap((_, index) => refused.has(index) ? [] : [index])
+    if (unique !== undefined) {
+      for (const [index, refusal] of repeatedValues(unique, rows, writing)) refused.set(index, refusal)
+      // In the order of their unique values: two batches that share values take them in
+      // the same order, and so never wait for each other in a circle (a deadlock).
+      writing = writing.filter(index => !refused.has(index)).sort((a, b) => uniqueKey(unique, rows[a]) < uniqueKey(unique, rows[b]) ? -1 : 1)
+    }
+    const inserted = (skipTaken: boolean, db: Knex) => writing.length === 0
+      ? Promise.resolve([])
+      : insertAll(this.outboxed(this.audited(kind.insertion(writing.map(index => rows[index] as Input), skipTaken), kind.resource), kind.resource), db)
+
+    /** The answer, from the records the INSERT made; an atomic batch with a row refused throws its 422. */
+    const answered = (made: Array<Versioned<Row & { id: number }>>) => {
+      const byIndex = new Map<number, Versioned<Row & { id: number }>>()
+      if (unique === undefined) {
+        writing.forEach((index, i) => byIndex.set(index, made[i]!))
+      } else {
+        // Rows skipped: a record holds their value (one committed meanwhile, too).
+        const madeByKey = new Map(made.map(row => [uniqueKey(unique, row), row]))
+        for (const index of writing) {
+          const row = madeByKey.get(uniqueKey(unique, rows[index]))
+          if (row === undefined) refused.set(index, takenRefusal(unique, rows[index], index))
+          else byIndex.set(index, row)
         }
-        // The rows that remain, even where an atomic batch is refused already: the INSERT tells
-        // which of them a record's value refuses too, and is rolled back with the 422.
-        const insertion = kind.insertion(writing.map(index => rows[index] as Input))
-        const made = writing.length === 0 ? [] : await insertAll(this.outboxed(this.audited(insertion, kind.resource), kind.resource), trx)
-        const byIndex = new Map<number, Versioned<Row & { id: number }>>()
-        if (unique === undefined) {
-          writing.forEach((index, i) => byIndex.set(index, made[i]!))
-        } else {
-          // Rows skipped: a record holds their value (one committed meanwhile, too).
-          const madeByKey = new Map(made.map(row => [uniqueKey(unique, row), row]))
-          for (const index of writing) {
-            const row = madeByKey.get(uniqueKey(unique, rows[index]))
-            if (row === undefined) refused.set(index, takenRefusal(unique, rows[index], index))
-            else byIndex.set(index, row)
-          }
-        }
-        // Refused, an atomic batch names every row refused, by its schema or by the data.
-        if (atomic && refused.size > 0) throw refusedAll(refused, rows.length)
-        const outcomes = rows.map((_, index): RowOutcome => {
-          const row = byIndex.get(index)
-          if (row !== undefined) return { index, status: 201, id: row.id, etag: versionTag(row.version) }
-          const { status, error } = refused.get(index)!
-          return { index, status, error }
-        })
-        return { status: 200 as const, body: answer(outcomes) }
       }
+      // Refused, an atomic batch names every row refused, by its schema or by the data.
+      if (atomic && refused.size > 0) throw refusedAll(refused, rows.length)
+      const outcomes = rows.map((_, index): RowOutcome => {
+        const row = byIndex.get(index)
+        if (row !== undefined) return { index, status: 201, id: row.id, etag: versionTag(row.version) }
+        const { status, error } = refused.get(index)!
+        return { index, status, error }
+      })
+      return { status: 200 as const, body: answer(outcomes) }
+    }
+
+    return this.createOnce(reply, async db => {
       // With an Idempotency-Key, `db` is the transaction that keeps it.
-      return db.isTransaction ? write(db) : db.transaction(write)
+      if (db.isTransaction) return answered(await inserted(true, db))
+      // Without, one statement is all-or-nothing by itself: a batch with nothing to undo is one
+      // INSERT and no transaction (two round trips fewer). Atomic, it fails whole on a value a
+      // record holds, and is then run again in a transaction, which names every row refused.
+      if (!atomic || refused.size === 0) {
+        try {
+          return answered(await inserted(!atomic, db))
+        } catch (error) {
+          if (!isUniqueViolation(error)) throw error
+        }
+      }
+      // The rows that remain, even where an atomic batch is refused already: the INSERT tells
+      // which of them a record's value refuses too, and is rolled back with the 422.
+      return db.transaction(async trx => answered(await inserted(true, trx)))
     })
   })
 }, { name: 'batch-writes', dependencies: ['audit', 'change-outbox', 'idempotency'] })

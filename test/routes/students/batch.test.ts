@@ -51,6 +51,24 @@ t.test('an atomic batch with refused rows writes nothing, and names each refused
   t.same([await count(app, 'students'), await count(app, 'change_outbox'), await count(app, 'audit_log')], [students, events, entries], 'no student, event or audit entry written')
 })
 
+t.test('an atomic batch whose one refusal is an address a student holds writes nothing, and names it; a batch held past DB_STATEMENT_TIMEOUT is 503', async t => {
+  const app = await build(t, config => { config.timeouts.dbStatement = 1_000 })
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+  const rows = [student(1), { ...ada, email: ada.email.toUpperCase() }, student(2)]
+  const res = await app.inject({ method: 'POST', url: '/students/batch', payload: rows })
+  t.match(res.json(), { statusCode: 422, code: 'invalid_rows', data: { '1.email': [/already exists/] } })
+  t.same(Object.keys(res.json<{ data: object }>().data), ['1.email'], 'that row alone')
+  t.equal(await count(app, 'students'), 1, 'nothing of the batch written')
+
+  // The table locked by a transaction left open: the INSERT waits, and is cut at the limit.
+  const trx = await app.knex.transaction()
+  await trx.raw('lock table students in exclusive mode')
+  const held = await app.inject({ method: 'POST', url: '/students/batch', payload: [student(3)] })
+  await trx.rollback()
+  t.match(held.json(), { statusCode: 503, code: 'unavailable' })
+  t.equal(await count(app, 'students'), 1, 'nothing written')
+})
+
 t.test('a per-row batch makes the rows that can be, and tells each other row\'s error', async t => {
   const app = await build(t)
   t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)

@@ -51,8 +51,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /**
      * Creates a batch of records (`rows`: the body of a route whose schema is a `BatchBody`),
-     * each as `insertRecord` would, its audit entry and outbox row included, in one transaction
-     * and one INSERT; answers 200 with `answer`'s body around each row's outcome, in order. An
+     * each as `insertRecord` would, its audit entry and outbox row included, in one INSERT (in
+     * a transaction with an Idempotency-Key, or to name the rows an atomic batch refuses); answers 200 with `answer`'s body around each row's outcome, in order. An
      * atomic batch with a row refused (by its schema, or a unique value taken) writes none: 422
      * naming each by index. One Idempotency-Key covers the batch.
      */
@@ -113,8 +113,8 @@ function repeatedValues<Input> (unique: UniqueField<Input>, rows: readonly unkno
 
 /**
  * Batches of creates, on the write path's road (plugins/app/write-path.ts): the write guard and
- * time limit and the Idempotency-Key (`createOnce`), one transaction, the rows' checks against
- * the batch, then one INSERT whose audit entries and outbox rows ride in its own statement.
+ * time limit and the Idempotency-Key (`createOnce`), the rows' checks against the batch, then
+ * one INSERT whose audit entries and outbox rows ride in its own statement.
  */
 export default fp(async (fastify) => {
   fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly unknown[], mode: BatchMode | undefined, answer: (outcomes: RowOutcome[]) => unknown) {

@@ -36,7 +36,7 @@ const ERRORS: Record<number, string> = {
   413: 'The request body is larger than the limit',
   415: 'The request body is not JSON',
   422: 'This `Idempotency-Key` was used with another request (method, path, body, caller); or, on a batch, rows of an atomic batch are invalid or conflict (`invalid_rows`, nothing written)',
-  428: 'The service requires `If-Match` on updates and deletes (`REQUIRE_IF_MATCH`)',
+  428: 'The service requires `If-Match` on updates and deletes (`REQUIRE_IF_MATCH`), and so takes no import with `on_conflict=update`',
   429: 'Too many attempts (with `Retry-After`)',
   500: 'The server failed; the body says nothing of the cause',
   503: 'The database is unavailable or busy, or the service overloaded, shutting down or too slow to answer in time (with `Retry-After`); the request changed nothing'

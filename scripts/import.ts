@@ -75,6 +75,7 @@ async function send (progress: Progress): Promise<Answer> {
     let sending = false
     const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers: { ...headers, 'content-length': String(size), expect: '100-continue' } }, response => {
       answered = true
+      clearTimeout(unheard)
       let body = ''
       response.setEncoding('utf8').on('data', chunk => { body += chunk }).on('end', () => {
         resolve({ status: response.statusCode!, body, retryAfter: response.headers['retry-after'] })

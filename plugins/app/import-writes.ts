@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { TObject } from '@sinclair/typebox'
 import type { Knex } from 'knex'
+import type pg from 'pg'
 import { createRowsTable, copyRows, insertRows, takenRows, takeRepeats, updateHeld, NAMED_ROWS, type ImportTarget, type RefusedRows, type UniqueColumn, type Updates } from '../../lib/db/import-table.js'
 import { onConnectionOf } from '../../lib/db/prepared-query.js'
 import { CodedError, type ErrorCode } from '../../lib/http/error-codes.js'
@@ -87,6 +88,21 @@ class RowErrors {
     this.trim()
     return this.first
   }
+}
+
+/** Times an import's writes are tried when PostgreSQL ends them to break a deadlock. */
+const DEADLOCK_TRIES = 3
+
+/** `work` in a savepoint of the transaction, tried again from it when it is a deadlock's victim. */
+async function retriedOnDeadlock<T> (connection: pg.ClientBase, work: () => Promise<T>, attempt = 1): Promise<T> {
+  await connection.query('savepoint import_writes')
+  try {
+    return await work()
+  } catch (error) {
+    if ((error as { code?: string }).code !== '40P01' || attempt === DEADLOCK_TRIES) throw error
+  }
+  await connection.query('rollback to savepoint import_writes')
+  return retriedOnDeadlock(connection, work, attempt + 1)
 }
 
 /** The 422 of an import that writes nothing: the first rows refused, their fields by line (`3.email`). */
@@ -224,14 +240,20 @@ export default fp(async (fastify) => {
       }
       if (atomic && errors.total > 0) throw refusedAll(errors, rows)
 
-      let updates: Updates = { matched: 0, updated: 0 }
-      if (onConflict === 'update' && unique !== undefined) {
-        const fieldsShown = target.returning
+      const write = async () => {
+        let updates: Updates = { matched: 0, updated: 0 }
+        if (onConflict === 'update' && unique !== undefined) {
+          const fieldsShown = target.returning
+          await limitLeft()
+          updates = await updateHeld(connection, target, unique, [...this.auditedUpdates(resource, fieldsShown), ...this.outboxedUpdates(resource, fieldsShown)])
+        }
         await limitLeft()
-        updates = await updateHeld(connection, target, unique, [...this.auditedUpdates(resource, fieldsShown), ...this.outboxedUpdates(resource, fieldsShown)])
+        return { updates, inserted: await insertRows(connection, target, unique, [...this.auditedCreates(resource), ...this.outboxedCreates(resource)]) }
       }
-      await limitLeft()
-      const inserted = await insertRows(connection, target, unique, [...this.auditedCreates(resource), ...this.outboxedCreates(resource)])
+      // Updating, an import holds the addresses it updates before those it inserts, and so may
+      // meet in a circle another that inserts them all in their order (an import, a batch):
+      // PostgreSQL fails one of the two, and if it is this one, its writes are tried again.
+      const { updates, inserted } = onConflict === 'update' ? await retriedOnDeadlock(connection, write) : await write()
       const skipped = loaded - repeated - updates.matched - inserted
       // Checked free, a value was taken by a record committed since: write nothing, as promised.
       if (atomic && skipped > 0 && unique !== undefined) {

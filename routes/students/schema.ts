@@ -80,13 +80,13 @@ export function studentSchemas (namespace: string, tag: string) {
       description: 'Answers 201 with the new student and its address in `Location`.',
       headers: CreateHeaders,
       body: Type.Ref(StudentInput),
-      response: { 201: Created(Student, 'The new student; `Location` is its address'), ...errorResponses(400, 409, 413, 415, 422, 428) }
+      response: { 201: Created(Student, 'The new student; `Location` is its address'), ...errorResponses(400, 409, 413, 415, 422) }
     },
     batch: {
       ...common,
       operationId: `${namespace}.batch`,
       summary: 'Add students in a batch',
-      description: 'Up to 1,000 students in one request, each made as `POST` of one would make it (its audit entry and change event included), in one transaction. Answers 200 with each row\'s outcome in the rows\' order: 201 with its id and ETag, or the status and error a single create would have answered. `mode=atomic` (the default) writes every row or none: a row refused makes the answer 422 `invalid_rows`, whose `data` names each refused row by index (`3.email`). One `Idempotency-Key` covers the batch: a retry gets the same answer, and no second copy of any row.',
+      description: 'Up to 1,000 students in one request, each made as `POST` of one would make it (its audit entry and change event included), in one statement, all or nothing by itself (with an `Idempotency-Key`, in the transaction that keeps the key). Answers 200 with each row\'s outcome in the rows\' order: 201 with its id and ETag, or the status and error a single create would have answered. `mode=atomic` (the default) writes every row or none: a row refused makes the answer 422 `invalid_rows`, whose `data` names each refused row by index (`3.email`). One `Idempotency-Key` covers the batch: a retry gets the same answer, and no second copy of any row.',
       querystring: BatchQuery,
       headers: CreateHeaders,
       body: BatchBody(StudentInput),

@@ -32,13 +32,17 @@ t.test('npm run import and npm run export refuse what they cannot do, and say wh
   standIn.on('checkContinue', (request: http.IncomingMessage, response: http.ServerResponse) => {
     const answers = [[503, { 'retry-after': '1' }], [409, { 'retry-after': '1' }], [200, {}], [409, {}]] as const
     const [status, headers] = answers[imports++]!
+    let bytes = 0
+    request.on('data', (chunk: Buffer) => { bytes += chunk.length })
     if (status !== 200) {
-      uploaded.push(0)
-      return response.writeHead(status, headers).end('{}')
+      // Refused a moment later: whatever a client that did not wait has sent by then is counted.
+      return setTimeout(() => {
+        uploaded.push(bytes)
+        response.writeHead(status, headers).end('{}')
+      }, 300)
     }
     response.writeContinue()
-    let bytes = 0
-    request.on('data', (chunk: Buffer) => { bytes += chunk.length }).on('end', () => {
+    request.on('end', () => {
       uploaded.push(bytes)
       response.writeHead(status, headers).end('{"inserted":50}')
     })

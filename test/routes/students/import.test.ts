@@ -350,6 +350,27 @@ t.test('imports sharing addresses in opposite orders both end: none waits on ano
   t.equal(Number((await app.knex('students').where({ name: 'Before' }).count({ n: '*' }))[0]!.n), 0, 'every student updated')
 })
 
+t.test('on_conflict=update met in a circle by a write that inserts in address order: PostgreSQL fails the import\'s writes, and they are tried again', async t => {
+  const app = await build(t)
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+  // Another writer (a skip import, a batch) has inserted a new address, and goes on to one
+  // the import updates.
+  const other = await app.knex.transaction()
+  await other('students').insert(student(1))
+  const importing = app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson([{ ...ada, name: 'Renamed' }, student(1)]) })
+  t.ok(await lockWaiters(app, 1), 'the import, having updated Ada, waits on the address the other inserted')
+  // The circle: the other waits on the import's update. PostgreSQL fails the first waiter.
+  await other.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [ada.name, ada.email, ada.age, ada.dob])
+  await other.commit()
+  const res = await importing
+  t.equal(res.statusCode, 200, res.body)
+  // Tried again, the other has committed meanwhile, or not yet (its address is then skipped).
+  const result = res.json<Result>()
+  t.match(result, { updated: 1, inserted: 0 }, 'tried again: Ada updated')
+  t.equal(result.unchanged + result.skipped, 1, 'the address the other made: found as it is, or skipped')
+  t.equal((await app.knex('students').where({ email: ada.email }).first('name'))!.name, 'Renamed')
+})
+
 t.test('REQUIRE_IF_MATCH: on_conflict=update is refused, 428, before the file is read; skip still imports', async t => {
   const app = await build(t, { requireIfMatch: true })
   t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)

@@ -72,7 +72,7 @@ export const clientSchemas = {
     ...auth,
     operationId: 'clients.batch',
     summary: 'Create clients in a batch',
-    description: 'Needs client-create. Up to 1,000 clients in one request, each made as `POST` of one would make it (its audit entry and change event included), in one transaction. Answers 200 with each row\'s outcome in the rows\' order in `data`: 201 with its id and ETag, or the status and error a single create would have answered. `mode=atomic` (the default) writes every row or none: a row refused makes the answer 422 `invalid_rows`, whose `data` names each refused row by index (`3.email`). One `Idempotency-Key` covers the batch: a retry gets the same answer, and no second copy of any row.',
+    description: 'Needs client-create. Up to 1,000 clients in one request, each made as `POST` of one would make it (its audit entry and change event included), in one statement, all or nothing by itself (with an `Idempotency-Key`, in the transaction that keeps the key). Answers 200 with each row\'s outcome in the rows\' order in `data`: 201 with its id and ETag, or the status and error a single create would have answered. `mode=atomic` (the default) writes every row or none: a row refused makes the answer 422 `invalid_rows`, whose `data` names each refused row by index (`3.email`). One `Idempotency-Key` covers the batch: a retry gets the same answer, and no second copy of any row.',
     querystring: BatchQuery,
     headers: CreateHeaders,
     body: BatchBody(ClientInput),

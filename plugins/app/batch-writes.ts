@@ -2,6 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { Knex } from 'knex'
 import { isUniqueViolation } from '../../lib/db/db-errors.js'
+import { retriedOnDeadlock } from '../../lib/db/deadlock-retry.js'
 import { insertAll, type Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
@@ -163,9 +164,11 @@ export default fp(async (fastify) => {
       // Without, one statement is all-or-nothing by itself: a batch with nothing to undo is one
       // INSERT and no transaction (two round trips fewer). Atomic, it fails whole on a value a
       // record holds, and is then run again in a transaction, which names every row refused.
+      // A statement of its own, it may meet an update import in a circle (plugins/app/import-writes.ts):
+      // PostgreSQL then fails it whole, and it is run again.
       if (!atomic || refused.size === 0) {
         try {
-          return answered(await inserted(!atomic, db))
+          return answered(await retriedOnDeadlock(async () => inserted(!atomic, db)))
         } catch (error) {
           if (!isUniqueViolation(error)) throw error
         }

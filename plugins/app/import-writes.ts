@@ -3,8 +3,8 @@ import fp from 'fastify-plugin'
 import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { TObject } from '@sinclair/typebox'
 import type { Knex } from 'knex'
-import type pg from 'pg'
 import { createRowsTable, copyRows, insertRows, takenRows, takeRepeats, updateHeld, NAMED_ROWS, type ImportTarget, type RefusedRows, type UniqueColumn, type Updates } from '../../lib/db/import-table.js'
+import { retriedOnDeadlock } from '../../lib/db/deadlock-retry.js'
 import { onConnectionOf } from '../../lib/db/prepared-query.js'
 import { CodedError, type ErrorCode } from '../../lib/http/error-codes.js'
 import { fileTooLarge, readImportFile, IMPORT_MEDIA_TYPES, type FileRecord, type ImportFile, type ImportFormat } from '../../lib/http/import-file.js'
@@ -90,21 +90,6 @@ class RowErrors {
   }
 }
 
-/** Times an import's writes are tried when PostgreSQL ends them to break a deadlock. */
-const DEADLOCK_TRIES = 3
-
-/** `work` in a savepoint of the transaction, tried again from it when it is a deadlock's victim. */
-async function retriedOnDeadlock<T> (connection: pg.ClientBase, work: () => Promise<T>, attempt = 1): Promise<T> {
-  await connection.query('savepoint import_writes')
-  try {
-    return await work()
-  } catch (error) {
-    if ((error as { code?: string }).code !== '40P01' || attempt === DEADLOCK_TRIES) throw error
-  }
-  await connection.query('rollback to savepoint import_writes')
-  return retriedOnDeadlock(connection, work, attempt + 1)
-}
-
 /** The 422 of an import that writes nothing: the first rows refused, their fields by line (`3.email`). */
 function refusedAll (errors: RowErrors, rows: number): InvalidRows {
   const data: Record<string, string[]> = {}
@@ -187,10 +172,11 @@ export default fp(async (fastify) => {
     }
     // Before a byte is read: refused (503), the body is left to Node, which drops it.
     const release = this.holdBulkSlot()
-    // The socket may stay quiet while the rows are written, longer than the server's own limit.
-    // (An injected request's socket is a stand-in without timeouts.)
+    // Once the file is all in, the socket may stay quiet while the rows are written, longer
+    // than the server's own limit; until then, an upload that stalls for REQUEST_TIMEOUT is
+    // cut (and gives its slot back). (An injected request's socket is a stand-in without timeouts.)
     const socket = this.raw.socket as Partial<typeof this.raw.socket>
-    socket.setTimeout?.(timeoutMs)
+    this.raw.once('end', () => socket.setTimeout?.(timeoutMs))
     const { target, unique, resource } = kind
     const fields = Object.keys(target.columns)
     const integers = new Set(Object.entries(target.columns).filter(([, type]) => type === 'smallint' || type === 'integer').map(([name]) => name))
@@ -253,7 +239,10 @@ export default fp(async (fastify) => {
       // Updating, an import holds the addresses it updates before those it inserts, and so may
       // meet in a circle another that inserts them all in their order (an import, a batch):
       // PostgreSQL fails one of the two, and if it is this one, its writes are tried again.
-      const { updates, inserted } = onConflict === 'update' ? await retriedOnDeadlock(connection, write) : await write()
+      if (onConflict === 'update') await connection.query('savepoint import_writes')
+      const { updates, inserted } = onConflict === 'update'
+        ? await retriedOnDeadlock(write, () => connection.query('rollback to savepoint import_writes'))
+        : await write()
       const skipped = loaded - repeated - updates.matched - inserted
       // Checked free, a value was taken by a record committed since: write nothing, as promised.
       if (atomic && skipped > 0 && unique !== undefined) {

@@ -1,6 +1,6 @@
 import net from 'node:net'
 import t from 'tap'
-import { build } from '../../helper.js'
+import { build, lockWaiters } from '../../helper.js'
 import { bearer, userWithRoles } from '../api/accounts.js'
 import { ada, student } from './fixtures.js'
 
@@ -67,6 +67,23 @@ t.test('an atomic batch whose one refusal is an address a student holds writes n
   await trx.rollback()
   t.match(held.json(), { statusCode: 503, code: 'unavailable' })
   t.equal(await count(app, 'students'), 1, 'nothing written')
+})
+
+t.test('a batch met in a circle by a writer holding an address it takes (an update import) is run again, not answered 503', async t => {
+  const app = await build(t)
+  t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
+  // The other writer has updated Ada; the batch takes aaa@ (first in address order), then waits on Ada.
+  const other = await app.knex.transaction()
+  await other('students').where({ email: ada.email }).update({ name: 'Updated' })
+  const first = { ...student(1), email: 'aaa@example.com' }
+  const batch = app.inject({ method: 'POST', url: '/students/batch?mode=per_row', payload: [ada, first] })
+  t.ok(await lockWaiters(app, 1), 'the batch waits on Ada')
+  // The circle: the other takes aaa@. PostgreSQL fails the first waiter, the batch.
+  await other.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [first.name, first.email, first.age, first.dob])
+  await other.commit()
+  const res = await batch
+  t.equal(res.statusCode, 200, res.body)
+  t.same(res.json<Outcome[]>().map(outcome => outcome.status), [409, 409], 'run again: both addresses taken by then')
 })
 
 t.test('a per-row batch makes the rows that can be, and tells each other row\'s error', async t => {

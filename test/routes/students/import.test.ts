@@ -292,6 +292,28 @@ t.test('a client gone halfway through its file writes nothing, and the service s
   t.match(after.json(), { inserted: 1 })
 })
 
+t.test('an upload that stalls is cut once its connection has been idle for REQUEST_TIMEOUT, and its bulk slot is free again', async t => {
+  const app = await build(t, config => {
+    config.timeouts.request = 1_000
+    config.bulkConcurrency = 1
+  })
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as net.AddressInfo
+  const file = ndjson([student(1), student(2)])
+  const socket = net.connect(port, '127.0.0.1')
+  await new Promise(resolve => socket.once('connect', resolve))
+  socket.on('error', () => {})
+  socket.write(`POST /students/import HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/x-ndjson\r\ncontent-length: ${Buffer.byteLength(file)}\r\n\r\n${file.slice(0, 10)}`)
+  const closed = await Promise.race([
+    new Promise(resolve => socket.once('close', () => resolve(true))),
+    new Promise(resolve => setTimeout(resolve, 10_000, false))
+  ])
+  socket.destroy()
+  t.ok(closed, 'cut within seconds, not at IMPORT_TIMEOUT')
+  t.ok(await within(5_000, async () => (await app.inject({ method: 'POST', url: '/students/import', headers: NDJSON, payload: file })).statusCode === 200), 'the slot free again')
+  t.equal(await count(app, 'students'), 2)
+})
+
 t.test('a file larger than IMPORT_MAX_BYTES sent without Content-Length is cut off at the limit: 413, nothing written', async t => {
   const app = await build(t, { imports: { maxBytes: 4096, timeoutMs: 60_000 } })
   const file = ndjson(Array.from({ length: 200 }, (_, i) => student(i)))

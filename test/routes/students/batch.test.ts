@@ -60,6 +60,9 @@ t.test('an atomic batch whose one refusal is an address a student holds writes n
   t.same(Object.keys(res.json<{ data: object }>().data), ['1.email'], 'that row alone')
   t.equal(await count(app, 'students'), 1, 'nothing of the batch written')
 
+  // Behind a transaction-mode pooler, the statement timeout is the pooler's or the role's to set
+  // (test:pgbouncer sets none): this part waits on no limit there.
+  if (app.config.dbPooler === 'transaction') return
   // The table locked by a transaction left open: the INSERT waits, and is cut at the limit.
   const trx = await app.knex.transaction()
   await trx.raw('lock table students in exclusive mode')

@@ -1,8 +1,8 @@
 /** How many times a write is tried in all when PostgreSQL ends it to break a deadlock. */
-export const DEADLOCK_TRIES = 3
+const DEADLOCK_TRIES = 3
 
 /** Whether the error is PostgreSQL's deadlock_detected: the statement was chosen to fail, and nothing of it stands. */
-export const isDeadlock = (error: unknown) => (error as { code?: string }).code === '40P01'
+const isDeadlock = (error: unknown) => (error as { code?: string }).code === '40P01'
 
 /**
  * `work`, tried again (DEADLOCK_TRIES in all) when PostgreSQL ends it as a deadlock's victim:

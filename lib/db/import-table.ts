@@ -140,7 +140,7 @@ export async function updateHeld<Input> (connection: pg.ClientBase, target: Impo
         jsonb_build_object(${returning.map(name => `'${name}', records.${name}`).join(', ')}) as before_row,
         (${list('records', names)}) is distinct from (${list('rows', names)}) as differs
       from ${ROWS} rows join ${table} records on ${key(`records.${column}`)} = ${key(`rows.${column}`)}
-      -- Locked in the order of their ids, as every import locks them: none waits on another in a circle.
+      -- Locked in the order of their ids, as every updating import locks them: two never wait on each other in a circle.
       order by records.id
       for no key update of records),
     updated as (update ${table} records set ${names.map(name => `${name} = matched.${name}`).join(', ')}, updated_at = now()
@@ -161,9 +161,9 @@ export async function insertRows<Input> (connection: pg.ClientBase, target: Impo
   const { table } = target
   const names = fields(target).join(', ')
   // With a unique value, written in its order (of code points, as a batch sorts its rows), so
-  // that two imports (or an import and a batch) that share values take them in the same order and never wait for each other in a circle
-  // (a deadlock); the ids, drawn in the file's order first (a volatile column of a sorted
-  // subquery is computed after its sort), keep the file's order.
+  // that two writers inserting shared values take them in the same order and do not wait on
+  // each other in a circle (a deadlock); the ids, drawn in the file's order first (a volatile
+  // column of a sorted subquery is computed after its sort), keep the file's order.
   const rows = unique === undefined
     ? `insert into ${table} (${names}) select ${names} from ${ROWS} order by line`
     : `insert into ${table} (id, ${names}) overriding system value

@@ -53,7 +53,8 @@ declare module 'fastify' {
     /**
      * Creates a batch of records (`rows`: the body of a route whose schema is a `BatchBody`),
      * each as `insertRecord` would, its audit entry and outbox row included, in one INSERT (in
-     * a transaction with an Idempotency-Key, or to name the rows an atomic batch refuses); answers 200 with `answer`'s body around each row's outcome, in order. An
+     * a transaction with an Idempotency-Key, or to name the rows an atomic batch refuses);
+     * answers 200 with `answer`'s body around each row's outcome, in order. An
      * atomic batch with a row refused (by its schema, or a unique value taken) writes none: 422
      * naming each by index. One Idempotency-Key covers the batch.
      */
@@ -164,8 +165,8 @@ export default fp(async (fastify) => {
       // Without, one statement is all-or-nothing by itself: a batch with nothing to undo is one
       // INSERT and no transaction (two round trips fewer). Atomic, it fails whole on a value a
       // record holds, and is then run again in a transaction, which names every row refused.
-      // A statement of its own, it may meet an update import in a circle (plugins/app/import-writes.ts):
-      // PostgreSQL then fails it whole, and it is run again.
+      // A statement of its own, it may meet an update import in a circle
+      // (plugins/app/import-writes.ts): PostgreSQL then fails it whole, and it is run again.
       if (!atomic || refused.size === 0) {
         try {
           return answered(await retriedOnDeadlock(async () => inserted(!atomic, db)))

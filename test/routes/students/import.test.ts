@@ -376,19 +376,29 @@ t.test('on_conflict=update met in a circle by a write that inserts in address or
   const app = await build(t)
   t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
   // Another writer (a skip import, a batch) has inserted a new address, and goes on to one
-  // the import updates.
+  // the import updates. PostgreSQL looks for a circle once, deadlock_timeout after a writer
+  // starts to wait: the other's look is put off, and the import is made to wait on the other
+  // only once the other waits on it (a third writer holds mid@ until then), so that the
+  // import's look finds the circle however slow the machine.
   const other = await app.knex.transaction()
+  await other.raw("set local deadlock_timeout = '10min'")
   await other('students').insert(student(1))
-  const importing = app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson([{ ...ada, name: 'Renamed' }, student(1)]) })
-  t.ok(await lockWaiters(app, 1), 'the import, having updated Ada, waits on the address the other inserted')
-  // The circle: the other waits on the import's update. PostgreSQL fails the first waiter.
-  await other.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [ada.name, ada.email, ada.age, ada.dob])
+  const third = await app.knex.transaction()
+  const mid = { ...student(2), email: 'mid@example.com' }
+  await third('students').insert(mid)
+  const importing = app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson([{ ...ada, name: 'Renamed' }, mid, student(1)]) })
+  t.ok(await lockWaiters(app, 1), 'the import, having updated Ada, waits on mid@')
+  const closing = other.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [ada.name, ada.email, ada.age, ada.dob]).then(() => {}) // sent now: a query of knex's runs when awaited
+  t.ok(await lockWaiters(app, 2), 'the other waits on the import\'s update of Ada')
+  // The import goes on, inserts mid@, and closes the circle on the address the other inserted.
+  await third.rollback()
+  await closing
   await other.commit()
   const res = await importing
   t.equal(res.statusCode, 200, res.body)
   // Tried again, the other has committed meanwhile, or not yet (its address is then skipped).
   const result = res.json<Result>()
-  t.match(result, { updated: 1, inserted: 0 }, 'tried again: Ada updated')
+  t.match(result, { updated: 1, inserted: 1 }, 'tried again: Ada updated, mid@ made')
   t.equal(result.unchanged + result.skipped, 1, 'the address the other made: found as it is, or skipped')
   t.equal((await app.knex('students').where({ email: ada.email }).first('name'))!.name, 'Renamed')
 })

@@ -37,18 +37,18 @@ const ERRORS: Record<number, string> = {
   415: 'The request body is not JSON',
   422: 'This `Idempotency-Key` was used with another request (method, path, body, caller); or, on a batch, rows of an atomic batch are invalid or conflict (`invalid_rows`, nothing written)',
   428: 'The service requires `If-Match` on updates and deletes (`REQUIRE_IF_MATCH`), and so takes no import with `on_conflict=update`',
-  429: 'Too many attempts (with `Retry-After`)',
+  429: 'The caller\'s rate limit or daily quota is spent, or too many attempts (with `Retry-After`)',
   500: 'The server failed; the body says nothing of the cause',
   503: 'The database is unavailable or busy, or the service overloaded, shutting down or too slow to answer in time (with `Retry-After`); the request changed nothing'
 }
 
 /**
- * Response schemas of the given error statuses, all answering the ErrorBody; 500 and 503,
- * which any route that reaches the database can answer, come with every set, and 408 with
- * every route that takes a body (one that lists 413).
+ * Response schemas of the given error statuses, all answering the ErrorBody; 429 (a caller's
+ * rate limit), 500 and 503, which any route that reaches the database can answer, come with
+ * every set, and 408 with every route that takes a body (one that lists 413).
  */
 export function errorResponses (...statuses: number[]) {
-  const all = [...statuses, ...(statuses.includes(413) ? [408] : []), 500, 503].sort()
+  const all = [...new Set([...statuses, ...(statuses.includes(413) ? [408] : []), 429, 500, 503])].sort()
   return Object.fromEntries(all.map(status => [status, Type.Ref(ErrorBody, { description: ERRORS[status] })]))
 }
 

@@ -36,7 +36,7 @@ export const ERROR_CODES = {
   invalid_rows: { status: 422, meaning: 'Rows of an atomic batch, or of an import with `on_conflict=error`, are invalid or conflict: `data` names each by its index (an import\'s first 100, by line) and field (`3.email`), `param` one of them; nothing was written' },
   idempotency_key_reused: { status: 422, meaning: 'This `Idempotency-Key` was used with another request: use a new key' },
   if_match_required: { status: 428, meaning: 'The service requires `If-Match` on updates and deletes (`REQUIRE_IF_MATCH`), and so takes no import with `on_conflict=update`', fallback: true },
-  rate_limited: { status: 429, meaning: 'Too many attempts, or requests for unknown routes, in the window (with `Retry-After`)', fallback: true },
+  rate_limited: { status: 429, meaning: 'The caller\'s rate limit or daily quota is spent (`RateLimit` tells what is left, `message` which), or too many attempts, or requests for unknown routes, in the window (with `Retry-After`)', fallback: true },
   headers_too_large: { status: 431, meaning: 'The request\'s headers (or URL) are larger than the limit', fallback: true },
   internal_error: { status: 500, meaning: 'The server failed; the body says nothing of the cause', fallback: true },
   unavailable: { status: 503, meaning: 'The database is out of reach or busy, or the service overloaded, shutting down or too slow (with `Retry-After`); nothing was changed', fallback: true }

@@ -1,6 +1,8 @@
 import { BlockList, isIP, isIPv6 } from 'node:net'
 import path from 'node:path'
 import { ARGON2_OPTIONS, type Argon2Options } from '../auth/argon2-options.js'
+import { parseQuota, parseRate, type Rate } from '../limits/rate-policy.js'
+import { durationMs, MS_PER_UNIT, spoken } from './duration.js'
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -44,6 +46,8 @@ export interface Config {
   audit: AuditConfig
   outbox: OutboxConfig
   webhooks: WebhooksConfig
+  /** What every caller may spend (RATE_LIMIT, RATE_QUOTA): per user for a token or key, per address for anonymous callers. */
+  rateLimits: { rate: Rate | null, quota: number | null }
   /** Where the Prometheus metrics are served, apart from the API; null: not at all (METRICS_PORT=off). */
   metrics: MetricsConfig | null
   /** OpenTelemetry traces sent over OTLP/HTTP; null: off, and the requests pay nothing for them. */
@@ -217,26 +221,14 @@ function oneOf<T extends string> (env: Env, name: string, fallback: T, allowed: 
   return raw as T
 }
 
-/** A duration: a whole number with a unit, or plain seconds. One grammar for every variable. */
-const DURATION = /^(\d+)(ms|s|m|h|d)?$/
-const MS_PER_UNIT = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
-
-/** `ms` milliseconds in the largest unit that keeps them whole: 1s, 24d, 1500ms. */
-function spoken (ms: number): string {
-  if (ms === 0) return '0'
-  const unit = (['d', 'h', 'm', 's'] as const).find(unit => ms % MS_PER_UNIT[unit] === 0) ?? 'ms'
-  return `${ms / MS_PER_UNIT[unit]}${unit}`
-}
-
 /** A duration in milliseconds, from `min` to `max`. */
 function duration (env: Env, name: string, fallbackMs: number, min: number, max: number): number {
   const raw = read(env, name)
   if (raw === undefined) return fallbackMs
-  const match = DURATION.exec(raw)
-  if (!match) {
+  const ms = durationMs(raw)
+  if (ms === undefined) {
     throw new ConfigError(`${name} must be a duration: a whole number with a unit, ms, s, m, h or d (250ms, 90s, 15m, 1h, 7d), or plain seconds, got "${raw}"`)
   }
-  const ms = Number(match[1]) * MS_PER_UNIT[(match[2] ?? 's') as keyof typeof MS_PER_UNIT]
   if (ms < min || ms > max) throw new ConfigError(`${name} must be from ${spoken(min)} to ${spoken(max)}, got "${raw}"`)
   return ms
 }
@@ -338,6 +330,14 @@ function trustedProxies (env: Env): string[] {
     }
     return entry
   })
+}
+
+/** RATE_LIMIT's or RATE_QUOTA's value, as `parse` reads it; off when unset. */
+function policyPart<T> (env: Env, name: string, parse: (text: string) => T | null | string): T | null {
+  const raw = read(env, name) ?? 'off'
+  const part = parse(raw)
+  if (typeof part === 'string') throw new ConfigError(`${name} ${part}, got "${raw}"`)
+  return part
 }
 
 function flag (env: Env, name: string, fallback: boolean): boolean {
@@ -493,6 +493,10 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       firstRetryMs: milliseconds(env, 'WEBHOOK_FIRST_RETRY', 5_000),
       retryForMs: milliseconds(env, 'WEBHOOK_RETRY_FOR', 3 * MS_PER_UNIT.d),
       disableAfterMs: milliseconds(env, 'WEBHOOK_DISABLE_AFTER', 5 * MS_PER_UNIT.d)
+    },
+    rateLimits: {
+      rate: policyPart(env, 'RATE_LIMIT', parseRate),
+      quota: policyPart(env, 'RATE_QUOTA', parseQuota)
     },
     metrics: metricsListener(env),
     tracing: tracing(env)

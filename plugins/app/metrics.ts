@@ -23,6 +23,8 @@ export interface Metrics {
   registry: Registry
   /** Attempts refused 429 by a rate limit, by the limit's scope (login, register, refresh, not-found). */
   rateLimitRejections: Counter<'scope'>
+  /** Requests refused 429 by a caller's rate limit or daily quota, by the policy's name (never a caller's). */
+  requestsLimited: Counter<'policy'>
   /** Creates answered again from an Idempotency-Key's kept answer. */
   idempotencyReplays: Counter
   /** Where the metrics listener is bound; null when this process has none (METRICS_PORT=off, or a worker: the primary serves). */
@@ -49,6 +51,7 @@ export default fp(async (fastify) => {
   const metrics: Metrics = {
     registry,
     rateLimitRejections: new Counter({ name: 'rate_limit_rejections_total', help: 'Attempts refused 429 by a rate limit, by its scope', labelNames: ['scope'], registers: [registry] }),
+    requestsLimited: new Counter({ name: 'requests_limited_total', help: 'Requests refused 429 by the caller\'s rate limit or daily quota, by the policy\'s name', labelNames: ['policy'], registers: [registry] }),
     idempotencyReplays: new Counter({ name: 'idempotency_replays_total', help: 'Creates answered again from the answer kept for their Idempotency-Key', registers: [registry] }),
     address: null
   }

@@ -73,6 +73,33 @@ function withHeader<T extends OpenApiDocument> (document: T, name: string, compo
   return document
 }
 
+const RATE_LIMIT_FIELDS = {
+  'RateLimit-Policy': {
+    description: 'With RATE_LIMIT or RATE_QUOTA set, the caller\'s policy, as draft-ietf-httpapi-ratelimit-headers-10 has it: the rate (`"default";q=600;w=60`: 600 units, a bucket refilled evenly over 60 s) and the daily quota (`"default-daily";q=10000;w=86400`). A request costs 1 unit; a page above 100 rows 1 more for each 100 (`limit=1000`: 10); `count=exact` 4 more.',
+    required: false,
+    schema: { type: 'string', example: '"default";q=600;w=60, "default-daily";q=10000;w=86400' }
+  },
+  RateLimit: {
+    description: 'With a policy, what is left of it after this request: units (`r`) and seconds until more are in (`t`: the next unit of the rate, none while its bucket is full; the end of the UTC day for the quota). A 429 tells the same, with `Retry-After`.',
+    required: false,
+    schema: { type: 'string', example: '"default";r=598;t=1, "default-daily";r=9998;t=43210' }
+  }
+}
+
+/** Every answer of an operation that spends a rate limit (it may answer 429) may carry its fields (plugins/app/rate-limits.ts). */
+function withRateLimitFields<T extends OpenApiDocument> (document: T): T {
+  document.components = { ...document.components, headers: { ...document.components?.headers, ...RATE_LIMIT_FIELDS } }
+  for (const operations of Object.values(document.paths)) {
+    for (const operation of Object.values(operations)) {
+      if (!('429' in operation.responses)) continue
+      for (const response of Object.values(operation.responses)) {
+        response.headers = { ...response.headers, ...Object.fromEntries(Object.keys(RATE_LIMIT_FIELDS).map(name => [name, { $ref: `#/components/headers/${name}` }])) }
+      }
+    }
+  }
+  return document
+}
+
 /** Every operation takes an X-Request-Id and every answer carries one (lib/http/request-id.ts). */
 function withRequestIds<T extends OpenApiDocument> (document: T): T {
   return withHeader(document, 'X-Request-Id', 'RequestId',
@@ -197,10 +224,10 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: json => String(json.$id) },
     // The tags the route folders declared, by their order, else in the order they were declared
     // (a stable sort); swagger-ui shows them so, as no `tagsSorter` is given.
-    transformObject: document => withWebhooks(withTraceContext(withRequestIds(withQueryStyles({
+    transformObject: document => withWebhooks(withRateLimitFields(withTraceContext(withRequestIds(withQueryStyles({
       ...(document as { openapiObject: OpenApiDocument }).openapiObject,
       tags: declared.toSorted((a, b) => a.order - b.order).map(({ tag }) => tag)
-    }))), followed)
+    })))), followed)
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, {

@@ -8,6 +8,8 @@ const Status = Type.Object({
 /** The OpenAPI tag of the probes. */
 export const healthTag = { name: 'health', description: 'Liveness and readiness probes' }
 const common = { tags: [healthTag.name], security: [] }
+// The probes spend no rate limit (balancers call them): no 429.
+const { 429: _, ...probeErrors } = errorResponses()
 
 export const healthSchemas = {
   live: {
@@ -15,13 +17,13 @@ export const healthSchemas = {
     operationId: 'health.live',
     summary: 'Liveness',
     description: 'The process answers; says nothing of the database. For restarting a stuck process.',
-    response: { 200: { ...Status, description: 'Alive' }, ...errorResponses() }
+    response: { 200: { ...Status, description: 'Alive' }, ...probeErrors }
   },
   ready: {
     ...common,
     operationId: 'health.ready',
     summary: 'Readiness',
     description: 'The database answers too: 503 with Retry-After when it does not, or once the service is shutting down (it serves on for SHUTDOWN_DELAY). For routing traffic.',
-    response: { 200: { ...Status, description: 'Ready for traffic' }, ...errorResponses() }
+    response: { 200: { ...Status, description: 'Ready for traffic' }, ...probeErrors }
   }
 }

@@ -60,6 +60,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
     audit: { enabled: true, retentionSeconds: 365 * 86_400 },
     outbox: { enabled: true, retentionSeconds: 30 * 86_400, heartbeatSeconds: 15 },
     webhooks: { allowPrivate: false, timeoutMs: 10_000, firstRetryMs: 5_000, retryForMs: 3 * 86_400_000, disableAfterMs: 5 * 86_400_000 },
+    rateLimits: { rate: null, quota: null },
     metrics: { host: '127.0.0.1', port: 9464 },
     tracing: null
   })
@@ -284,6 +285,26 @@ t.test('EVENTS_RETENTION and EVENTS_HEARTBEAT take durations, CHANGE_OUTBOX on o
 t.test('AUDIT_RETENTION takes a duration, AUDIT_LOG on or off', async t => {
   const config = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, AUDIT_RETENTION: '90d', AUDIT_LOG: 'off' })
   t.same(config.audit, { enabled: false, retentionSeconds: 90 * 86_400 })
+})
+
+t.test('RATE_LIMIT takes <count>/<duration>, RATE_QUOTA <count>/1d, each off for none', async t => {
+  t.same(loadConfig({ RATE_LIMIT: '600/1m', RATE_QUOTA: '10000/1d' }).rateLimits, { rate: { count: 600, windowSeconds: 60 }, quota: 10_000 })
+  t.same(loadConfig({ RATE_LIMIT: '20/10', RATE_QUOTA: '5/24h' }).rateLimits, { rate: { count: 20, windowSeconds: 10 }, quota: 5 }, 'plain seconds; a day in hours')
+  t.same(loadConfig({ RATE_LIMIT: 'off', RATE_QUOTA: 'off' }).rateLimits, { rate: null, quota: null })
+  const refusals: Array<[Record<string, string>, RegExp]> = [
+    [{ RATE_LIMIT: '600' }, /^RATE_LIMIT must be <count>\/<duration> \(600\/1m, 20\/10s\), or off, got "600"$/],
+    [{ RATE_LIMIT: '600/1m/2' }, /must be <count>\/<duration>/],
+    [{ RATE_LIMIT: 'x/1m' }, /must be <count>\/<duration>/],
+    [{ RATE_LIMIT: '600/soon' }, /must be <count>\/<duration>/],
+    [{ RATE_LIMIT: '0/1m' }, /^RATE_LIMIT must count from 1 to 1000000000, got "0\/1m"$/],
+    [{ RATE_LIMIT: '1000000001/1m' }, /must count from 1 to 1000000000/],
+    [{ RATE_LIMIT: '10/1500ms' }, /^RATE_LIMIT must have a window of whole seconds, from 1s to 1d/],
+    [{ RATE_LIMIT: '10/500ms' }, /window of whole seconds/],
+    [{ RATE_LIMIT: '10/2d' }, /window of whole seconds/],
+    [{ RATE_QUOTA: '100/1h' }, /^RATE_QUOTA must be <count>\/1d \(10000\/1d\), or off, got "100\/1h"$/],
+    [{ RATE_QUOTA: 'lots' }, /^RATE_QUOTA must be <count>\/<duration>/]
+  ]
+  for (const [env, message] of refusals) t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
 })
 
 t.test('METRICS_HOST and METRICS_PORT place the metrics listener; METRICS_PORT=off turns it off', async t => {

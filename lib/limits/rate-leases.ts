@@ -1,0 +1,172 @@
+import { FifoMap } from 'toad-cache'
+import { DAY_SECONDS, type Rate, type RatePolicy, type Standing } from './rate-policy.js'
+
+/** A take from a caller's shared bucket and day (db/migrations/20261208000000_rate_usage.ts's `rate_take`). */
+export interface TakeArgs {
+  key: string
+  /** The time, in ms since the epoch. */
+  at: number
+  policy: RatePolicy
+  /** Granted at least, or nothing. */
+  cost: number
+  /** Granted at most. */
+  wanted: number
+  /** Units taken before and not spent, given back first. */
+  returned: number
+}
+
+/** What a take left: the units granted, the bucket's tokens and the day's units used after it. */
+export interface Taken { granted: number, tokens: number, used: number }
+
+/** What the shared tables hold of a caller: the bucket as of its last take, the day's use. */
+export interface Held { tokens: number | null, takenAt: number | null, used: number }
+
+export type Decision =
+  | { allowed: true, standing: Standing }
+  | { allowed: false, standing: Standing, spent: 'rate' | 'quota', retryAfter: number }
+
+/**
+ * Units an instance took from a caller's shared bucket and day, for the caller's next requests
+ * there: one round trip serves many requests. Those it has not spent within LEASE_MS are given
+ * back at its next take.
+ */
+interface Lease {
+  units: number
+  /** Units spent of the lease: the next is sized after them. */
+  spent: number
+  /** When the lease was taken, and the bucket's tokens and the day's use right after. */
+  at: number
+  tokens: number
+  used: number
+  /**
+   * A refusal, kept until it may end, so that a caller refused asks nothing of the database
+   * until then, for a request of this cost or more.
+   */
+  refusal?: { until: number, cost: number }
+  /** The take under way: the requests that find no units wait for it. */
+  taking?: Promise<unknown>
+}
+
+/** How long units taken for a caller serve at most: the bound of what instances' views differ by. */
+export const LEASE_MS = 1_000
+/** A lease takes at most this share of the policy's count: others instances find the rest. */
+const LEASE_SHARE = 8
+/** Callers an instance keeps leases for; the oldest are forgotten (their units come back as the bucket refills). */
+const CALLERS = 100_000
+
+const DAY_MS = DAY_SECONDS * 1_000
+const dayOf = (ms: number) => Math.floor(ms / DAY_MS)
+/** The end of the UTC day of `ms` (the next midnight), in ms since the epoch. */
+export const dayEnd = (ms: number) => (dayOf(ms) + 1) * DAY_MS
+/** Whole seconds from `ms` to the end of its UTC day. */
+const secondsToMidnight = (ms: number) => Math.ceil((dayEnd(ms) - ms) / 1_000)
+
+/**
+ * Rate limits and quotas held across instances: every unit spent was taken, under a row lock,
+ * from the caller's bucket and day in PostgreSQL, so that no instance spends what another did;
+ * an instance takes a few units ahead for a caller who keeps asking (a lease), sized after
+ * what the caller spent of the last, at most an eighth of the policy. `take` and `read` are the
+ * database's side; `now` is the clock (the tests set it).
+ */
+export class RateLeases {
+  private readonly leases = new FifoMap<Lease>(CALLERS)
+
+  constructor (
+    private readonly take: (args: TakeArgs) => Promise<Taken>,
+    private readonly read: (key: string, at: number) => Promise<Held>,
+    public now: () => number = Date.now
+  ) {}
+
+  /** Spends `cost` units of `policy` for the caller `key`, or tells when they may be. */
+  async spend (key: string, policy: RatePolicy, cost: number): Promise<Decision> {
+    const lease = this.leases.get(key)
+    if (lease?.taking !== undefined) {
+      await lease.taking
+      return this.spend(key, policy, cost)
+    }
+    const now = this.now()
+    if (lease !== undefined && this.serves(lease, now) && lease.units >= cost) {
+      lease.units -= cost
+      lease.spent += cost
+      return { allowed: true, standing: this.standing(lease, policy, now) }
+    }
+    if (lease?.refusal !== undefined && now < lease.refusal.until && cost >= lease.refusal.cost) return this.refused(lease, policy, cost, now)
+    return this.takeLease(key, policy, cost, lease, now)
+  }
+
+  /**
+   * What is left of `policy` for `key`: the shared tables' view, with this instance's units
+   * not spent yet (another instance's count as spent until they are given back).
+   */
+  async usage (key: string, policy: RatePolicy): Promise<Standing & { used: number }> {
+    const now = this.now()
+    const held = await this.read(key, now)
+    const lease = this.leases.get(key)
+    const units = lease !== undefined && this.serves(lease, now) ? lease.units : 0
+    const bucket = held.tokens === null ? undefined : { at: held.takenAt!, tokens: held.tokens }
+    return { ...this.figures(policy, now, bucket, held.used, units), used: held.used - units }
+  }
+
+  private serves (lease: Lease, now: number): boolean {
+    return now < lease.at + LEASE_MS && dayOf(now) === dayOf(lease.at)
+  }
+
+  private async takeLease (key: string, policy: RatePolicy, cost: number, previous: Lease | undefined, now: number): Promise<Decision> {
+    const most = Math.max(cost, Math.floor(Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity) / LEASE_SHARE))
+    const wanted = Math.min(most, Math.max(cost, 2 * (previous?.spent ?? 0)))
+    const returned = previous === undefined || previous.refusal !== undefined ? 0 : previous.units
+    const lease: Lease = { units: 0, spent: 0, at: now, tokens: 0, used: 0 }
+    const taking = this.take({ key, at: now, policy, cost, wanted, returned })
+    lease.taking = taking
+    this.leases.set(key, lease)
+    let taken: Taken
+    try {
+      taken = await taking
+    } catch (error) {
+      this.leases.delete(key)
+      throw error
+    } finally {
+      delete lease.taking
+    }
+    Object.assign(lease, { tokens: taken.tokens, used: taken.used })
+    if (taken.granted === 0) return this.refused(lease, policy, cost, now)
+    lease.units = taken.granted - cost
+    lease.spent = cost
+    return { allowed: true, standing: this.standing(lease, policy, now) }
+  }
+
+  private refused (lease: Lease, policy: RatePolicy, cost: number, now: number): Decision {
+    const standing = this.standing(lease, policy, now)
+    const quotaSpent = policy.quota !== null && policy.quota - lease.used < cost
+    const retryAfter = quotaSpent
+      ? secondsToMidnight(now)
+      : Math.max(1, Math.ceil((cost - this.units(policy.rate!, now, lease, lease.units)) * policy.rate!.windowSeconds / policy.rate!.count))
+    lease.refusal = { until: now + retryAfter * 1_000, cost }
+    return { allowed: false, standing, spent: quotaSpent ? 'quota' : 'rate', retryAfter }
+  }
+
+  private standing (lease: Lease, policy: RatePolicy, now: number): Standing {
+    return this.figures(policy, now, lease, lease.used, lease.units)
+  }
+
+  /**
+   * The caller's units of the rate now, as this instance knows them: the bucket as it was left
+   * at `bucket.at`, refilled since, with the units this instance holds; a full bucket at most.
+   */
+  private units ({ count, windowSeconds }: Rate, now: number, bucket: { at: number, tokens: number } | undefined, units: number): number {
+    return bucket === undefined ? count : Math.min(count, bucket.tokens + Math.max(0, now - bucket.at) / 1_000 * count / windowSeconds + units)
+  }
+
+  private figures (policy: RatePolicy, now: number, bucket: { at: number, tokens: number } | undefined, used: number, units: number): Standing {
+    const standing: Standing = {}
+    if (policy.rate !== null) {
+      const { count, windowSeconds } = policy.rate
+      const tokens = this.units(policy.rate, now, bucket, units)
+      const remaining = Math.max(0, Math.floor(tokens))
+      // Seconds until the next whole unit is in: none while the bucket is full.
+      standing.rate = remaining >= count ? { remaining } : { remaining, reset: Math.ceil((Math.max(1, remaining + 1) - tokens) * windowSeconds / count) }
+    }
+    if (policy.quota !== null) standing.quota = { remaining: Math.max(0, policy.quota - used + units), reset: secondsToMidnight(now) }
+    return standing
+  }
+}

@@ -1,0 +1,93 @@
+import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
+import { CodedError } from '../../lib/http/error-codes.js'
+import { RateLeases, type Held, type Taken, type TakeArgs } from '../../lib/limits/rate-leases.js'
+import { limitField, policyField, type RatePolicy, type Standing } from '../../lib/limits/rate-policy.js'
+import { sweepHourly } from '../../lib/db/hourly-sweep.js'
+import { spoken } from '../../lib/process/duration.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    rateLimits: RateLimits
+  }
+  interface FastifyContextConfig {
+    /** false: the route spends nothing of any limit (the health probes, which balancers call). */
+    rateLimited?: false
+  }
+}
+
+export interface RateLimits {
+  /** The policy every caller has (RATE_LIMIT, RATE_QUOTA); `rate` and `quota` both null when off. */
+  policy: RatePolicy
+  /** The caller whose allowance a request spends: `user:<id>` for a token or key, else `ip:<address>`. */
+  callerOf (request: FastifyRequest): string
+  /** What is left for a caller (GET /api/usage), and what the day has used. */
+  usage (caller: string): Promise<Standing & { used: number }>
+  /** The leases, whose clock the tests set. */
+  leases: RateLeases
+  /** Deletes the buckets full again and the quotas of days gone (hourly, on every instance). */
+  sweep (): Promise<void>
+}
+
+/** What a request costs, in units: 1, more for a page above 100 rows, 4 more for `count=exact`. README's "Rate limits" lists them. */
+export function costOf (query: unknown): number {
+  const { limit, count } = query as { limit?: unknown, count?: unknown }
+  const rows = Number(limit)
+  const pages = Number.isInteger(rows) && rows > 100 ? Math.ceil(Math.min(rows, 1_000) / 100) : 1
+  return pages + (count === 'exact' ? 4 : 0)
+}
+
+/**
+ * Rate limits and daily quotas per caller (README, "Rate limits"): each request spends units
+ * of its caller's policy before its body is read, with its `RateLimit-Policy` and `RateLimit`
+ * fields on the answer, or is refused 429 `rate_limited` with `Retry-After`. Held in
+ * PostgreSQL across instances (lib/limits/rate-leases.ts). With RATE_LIMIT and RATE_QUOTA off,
+ * no hook: requests pay nothing.
+ */
+export default fp(async (fastify) => {
+  const policy: RatePolicy = { name: 'default', ...fastify.config.rateLimits }
+  const take = async ({ key, at, policy: { rate, quota }, cost, wanted, returned }: TakeArgs): Promise<Taken> => {
+    const { rows: [row] } = await fastify.knex.raw<{ rows: [{ granted: string, tokens: number, used: string | null }] }>(
+      'select granted, tokens, used from rate_take(?, to_timestamp(?::double precision / 1000), ?, ?, ?, ?, ?, ?, 0)',
+      [key, at, rate?.count ?? null, rate === null ? null : rate.count / rate.windowSeconds, quota, cost, wanted, returned])
+    return { granted: Number(row.granted), tokens: row.tokens, used: Number(row.used ?? 0) }
+  }
+  const read = async (key: string, at: number): Promise<Held> => {
+    const { rows: [row] } = await fastify.knex.raw<{ rows: [{ tokens: number | null, taken_at: number | null, used: string | null }] }>(`
+      select b.tokens, extract(epoch from b.taken_at)::double precision * 1000 as taken_at,
+        (select used from rate_quotas q where q.key = k.key and q.day = (to_timestamp(?::double precision / 1000) at time zone 'UTC')::date) as used
+      from (select ?::text as key) k left join rate_buckets b on b.key = k.key`, [at, key])
+    return { tokens: row.tokens, takenAt: row.taken_at, used: Number(row.used ?? 0) }
+  }
+  const leases = new RateLeases(take, read)
+  const limits: RateLimits = {
+    policy,
+    leases,
+    callerOf: request => request.user === null ? `ip:${request.ip}` : `user:${request.user.id}`,
+    usage: async caller => leases.usage(caller, policy),
+    sweep: async () => {
+      // A bucket untouched for a day is full again under any policy (a window is a day at most).
+      await fastify.knex.raw(`
+        delete from rate_buckets where taken_at < now() - interval '1 day';
+        delete from rate_quotas where day < (now() at time zone 'UTC')::date - 1`)
+    }
+  }
+  fastify.decorate('rateLimits', limits)
+  sweepHourly(fastify, 'the rate limits\' buckets and quotas', limits.sweep)
+  if (policy.rate === null && policy.quota === null) return
+
+  const policyText = policyField(policy)
+  // After every onRequest hook, the token check's among them, which names the caller; before
+  // the body is read, so that a refused upload is not.
+  fastify.addHook('preParsing', async (request, reply, payload) => {
+    if (request.routeOptions.config.rateLimited === false) return payload
+    const decision = await leases.spend(limits.callerOf(request), policy, costOf(request.query))
+    reply.header('ratelimit-policy', policyText).header('ratelimit', limitField(policy, decision.standing))
+    if (decision.allowed) return payload
+    fastify.metrics.requestsLimited.inc({ policy: policy.name })
+    reply.header('retry-after', String(decision.retryAfter))
+    throw new CodedError('rate_limited', decision.spent === 'quota'
+      ? `The daily quota of ${policy.quota!} units is spent; it is renewed at midnight UTC, in ${decision.retryAfter} s`
+      : `The rate limit of ${policy.rate!.count} units per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
+  })
+}, { name: 'rate-limits', dependencies: ['config', 'knex', 'metrics'] })

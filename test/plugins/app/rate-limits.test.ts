@@ -1,0 +1,170 @@
+import t from 'tap'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { build, buildApp, createDatabase, testConfig, type ConfigChange } from '../../helper.js'
+import { bearer, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
+
+/** A clock the test moves: the leases' and the shared buckets' time. */
+function clockOf (...apps: FastifyInstance[]) {
+  const clock = { ms: Date.UTC(2026, 10, 28, 12, 0, 0), tick: (seconds: number) => { clock.ms += seconds * 1_000 } }
+  for (const app of apps) app.rateLimits.leases.now = () => clock.ms
+  return clock
+}
+
+const limited = (rate: { count: number, windowSeconds: number } | null, quota: number | null = null): ConfigChange => ({ rateLimits: { rate, quota } })
+const statuses = (answers: LightMyRequestResponse[]) => answers.map(res => res.statusCode)
+
+t.test('an anonymous caller spends its address\'s bucket: the fields on every answer, then 429 with Retry-After until a unit is back', async t => {
+  const app = await build(t, limited({ count: 5, windowSeconds: 10 }))
+  const clock = clockOf(app)
+  const answers: LightMyRequestResponse[] = []
+  for (let i = 0; i < 6; i++) answers.push(await app.inject({ url: '/students' }))
+  t.same(statuses(answers), [200, 200, 200, 200, 200, 429])
+  t.same(answers.map(res => res.headers['ratelimit-policy']), Array(6).fill('"default";q=5;w=10'), 'the policy on every answer, in the structured-field form')
+  t.same(answers.map(res => res.headers.ratelimit), ['"default";r=4;t=2', '"default";r=3;t=2', '"default";r=2;t=2', '"default";r=1;t=2', '"default";r=0;t=2', '"default";r=0;t=2'],
+    'what is left, and the seconds until a unit is back (one every 2 s)')
+  const refused = answers[5]!
+  t.equal(refused.headers['retry-after'], '2')
+  t.match(refused.json(), { success: false, statusCode: 429, code: 'rate_limited', message: /rate limit of 5 units per 10s is spent; retry in 2 s/ })
+
+  clock.tick(1)
+  t.equal((await app.inject({ url: '/students' })).statusCode, 429, 'half a unit is not one')
+  clock.tick(1)
+  const back = await app.inject({ url: '/students' })
+  t.equal(back.statusCode, 200, 'a unit back after 2 s')
+  t.equal(back.headers.ratelimit, '"default";r=0;t=2')
+
+  clock.tick(60)
+  t.equal((await app.inject({ url: '/students' })).headers.ratelimit, '"default";r=4;t=2', 'full again (5), less this request; never above the count')
+  t.equal((await app.inject({ url: '/students', remoteAddress: '10.0.0.2' })).headers.ratelimit, '"default";r=4;t=2', 'another address: a bucket of its own')
+
+  const probes = await Promise.all(Array.from({ length: 10 }, async () => app.inject({ url: '/health/live' })))
+  t.same(statuses(probes), Array(10).fill(200), 'the probes spend nothing')
+  t.equal(probes[0]!.headers.ratelimit, undefined)
+  const metric = await app.metrics.registry.getSingleMetric('requests_limited_total')!.get()
+  t.same(metric.values.map(({ labels, value }) => [labels, value]), [[{ policy: 'default' }, 2]], 'refusals counted by policy')
+})
+
+t.test('a user\'s tokens and API keys spend one allowance, each user their own; a page above 100 rows and count=exact cost more', async t => {
+  const app = await build(t, limited({ count: 20, windowSeconds: 60 }))
+  clockOf(app)
+  const alice = await userWithRoles(app, ['Admin'])
+  const bob = await userWithRoles(app, ['Admin'])
+  const key = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(alice.token), payload: { name: 'sync', permissions: ['client-list'], current_password: PASSWORD } })
+  t.equal(key.statusCode, 201)
+  t.equal(key.headers.ratelimit, '"default";r=19;t=3')
+  const viaKey = await app.inject({ url: '/api/clients', headers: bearer(key.json<{ secret: string }>().secret) })
+  t.equal(viaKey.headers.ratelimit, '"default";r=18;t=3', 'the key spends its owner\'s')
+  t.equal((await app.inject({ url: '/api/clients', headers: bearer(bob.token) })).headers.ratelimit, '"default";r=19;t=3', 'another user: their own')
+
+  t.equal((await app.inject({ url: '/api/clients?limit=1000', headers: bearer(alice.token) })).headers.ratelimit, '"default";r=8;t=3', 'a page of up to 1,000 rows: 10')
+  t.equal((await app.inject({ url: '/api/clients?limit=101&count=exact', headers: bearer(alice.token) })).headers.ratelimit, '"default";r=2;t=3', '101 rows (2) and an exact count (4)')
+  const over = await app.inject({ url: '/api/clients?limit=300', headers: bearer(alice.token) })
+  t.match(over, { statusCode: 429, headers: { 'retry-after': '3' } }, 'a cost of 3 with 2 left waits for 1 unit, 3 s')
+  t.equal((await app.inject({ url: '/api/clients', headers: bearer(alice.token) })).statusCode, 200, 'a cost of 1 still passes')
+  t.equal((await app.inject({ url: '/api/clients', headers: { authorization: 'Bearer nope' } })).headers.ratelimit, undefined, 'a request the token check refuses spends no one\'s')
+})
+
+t.test('a daily quota: refused until the UTC day ends, kept by PostgreSQL across a restart', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const first = await buildApp(t, testConfig(db, limited(null, 3)))
+  const clock = clockOf(first)
+  clock.ms = Date.UTC(2026, 10, 28, 23, 59, 0)
+  const answers = []
+  for (let i = 0; i < 4; i++) answers.push(await first.inject({ url: '/students' }))
+  t.same(statuses(answers), [200, 200, 200, 429])
+  t.same(answers.map(res => res.headers['ratelimit-policy']), Array(4).fill('"default-daily";q=3;w=86400'))
+  t.same(answers.map(res => res.headers.ratelimit), ['"default-daily";r=2;t=60', '"default-daily";r=1;t=60', '"default-daily";r=0;t=60', '"default-daily";r=0;t=60'])
+  t.equal(answers[3]!.headers['retry-after'], '60', 'until midnight UTC')
+  t.match(answers[3]!.json(), { code: 'rate_limited', message: /daily quota of 3 units is spent; it is renewed at midnight UTC, in 60 s/ })
+  t.equal((await first.knex.raw("select relpersistence from pg_class where relname = 'rate_quotas'")).rows[0].relpersistence, 'p', 'a logged table: it survives a crash of PostgreSQL')
+  await first.close()
+
+  const restarted = await buildApp(t, testConfig(db, limited(null, 3)))
+  clockOf(restarted).ms = clock.ms + 30_000
+  const after = await restarted.inject({ url: '/students' })
+  t.match(after, { statusCode: 429, headers: { 'retry-after': '30' } }, 'a new instance finds the day spent')
+  clockOf(restarted).ms = Date.UTC(2026, 10, 29, 0, 0, 1)
+  t.equal((await restarted.inject({ url: '/students' })).headers.ratelimit, '"default-daily";r=2;t=86399', 'a new day')
+})
+
+t.test('two instances on one database hold one bucket: a caller gets the policy\'s count and no more, in turns or all at once', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const apps = [await buildApp(t, testConfig(db, limited({ count: 50, windowSeconds: 3600 }))), await buildApp(t, testConfig(db, limited({ count: 50, windowSeconds: 3600 })))]
+  const clock = clockOf(...apps)
+  const inTurns: number[] = []
+  for (let i = 0; i < 80; i++) inTurns.push((await apps[i % 2]!.inject({ url: '/students' })).statusCode)
+  t.equal(inTurns.filter(status => status === 200).length, 50, 'in turns: 50 of 80')
+
+  clock.tick(3600)
+  const atOnce = await Promise.all(Array.from({ length: 200 }, async (_, i) => apps[i % 2]!.inject({ url: '/students', remoteAddress: '10.0.0.9' })))
+  t.equal(statuses(atOnce).filter(status => status === 200).length, 50, 'all at once, 100 to each: 50 of 200')
+  t.ok(statuses(atOnce).every(status => status === 200 || status === 429))
+})
+
+t.test('GET /api/usage: the caller\'s policy and what is left; another user\'s with user-list', async t => {
+  const app = await build(t, limited({ count: 10, windowSeconds: 60 }, 1000))
+  clockOf(app)
+  const admin = await userWithRoles(app, ['Admin'])
+  const user = await userWithRoles(app, ['User'])
+  for (let i = 0; i < 3; i++) await app.inject({ url: '/api/clients', headers: bearer(user.token) })
+  const own = await app.inject({ url: '/api/usage', headers: bearer(user.token) })
+  t.equal(own.statusCode, 200)
+  t.same(own.json(), {
+    success: true,
+    data: {
+      policy: { name: 'default', rate: { count: 10, window_seconds: 60 }, quota: 1000 },
+      rate: { remaining: 6, reset_seconds: 6 },
+      quota: { used: 4, remaining: 996, resets_at: '2026-11-29T00:00:00.000Z' }
+    }
+  }, 'three requests and this one spent')
+  t.equal(own.headers.ratelimit, '"default";r=6;t=6, "default-daily";r=996;t=43200', 'the fields agree')
+
+  const other = await app.inject({ url: `/api/usage?user_id=${user.id}`, headers: bearer(admin.token) })
+  t.match(other.json(), { data: { rate: { remaining: 6 }, quota: { used: 4 } } }, 'the user\'s, not the admin\'s: this read is the admin\'s to pay')
+  const fresh = await userWithRoles(app, [])
+  t.same((await app.inject({ url: `/api/usage?user_id=${fresh.id}`, headers: bearer(admin.token) })).json<{ data: object }>().data,
+    { policy: { name: 'default', rate: { count: 10, window_seconds: 60 }, quota: 1000 }, rate: { remaining: 10, reset_seconds: null }, quota: { used: 0, remaining: 1000, resets_at: '2026-11-29T00:00:00.000Z' } },
+    'a user who spent nothing: a full bucket')
+  t.match((await app.inject({ url: `/api/usage?user_id=${admin.id}`, headers: bearer(user.token) })).json(), { statusCode: 403, code: 'permission_denied' })
+  t.match((await app.inject({ url: '/api/usage?user_id=999999', headers: bearer(admin.token) })).json(), { statusCode: 404, code: 'not_found' })
+  t.match((await app.inject({ url: '/api/usage?user_id=x', headers: bearer(admin.token) })).json(), { statusCode: 400, code: 'invalid_parameter', param: 'user_id' })
+})
+
+t.test('with RATE_LIMIT and RATE_QUOTA off (the default), no fields and no limit', async t => {
+  const app = await build(t)
+  const user = await userWithRoles(app, ['User'])
+  const answers = await Promise.all(Array.from({ length: 30 }, async () => app.inject({ url: '/students' })))
+  t.same(statuses(answers), Array(30).fill(200))
+  t.equal(answers[0]!.headers.ratelimit, undefined)
+  t.equal(answers[0]!.headers['ratelimit-policy'], undefined)
+  t.same((await app.inject({ url: '/api/usage', headers: bearer(user.token) })).json<{ data: unknown }>().data, { policy: { name: 'default', rate: null, quota: null }, rate: null, quota: null })
+})
+
+t.test('a bucket PostgreSQL does not answer for in time: 503, and the next request takes again', async t => {
+  const app = await build(t, config => {
+    config.rateLimits = { rate: { count: 10, windowSeconds: 60 }, quota: null }
+    config.timeouts.dbStatement = 300
+  })
+  clockOf(app)
+  t.equal((await app.inject({ url: '/students' })).statusCode, 200)
+  const holder = await app.knex.transaction()
+  await holder.raw("select * from rate_buckets where key = 'ip:127.0.0.1' for update")
+  const held = await app.inject({ url: '/students' })
+  t.match(held, { statusCode: 503, headers: { 'retry-after': /^\d+$/ } })
+  t.match(held.json(), { code: 'unavailable' })
+  await holder.rollback()
+  const next = await app.inject({ url: '/students' })
+  t.equal(next.headers.ratelimit, '"default";r=8;t=6', 'the failed take spent nothing')
+})
+
+t.test('the sweep deletes buckets full again and quotas of days gone, and keeps the rest', async t => {
+  const app = await build(t, limited({ count: 10, windowSeconds: 60 }, 100))
+  const clock = clockOf(app)
+  clock.ms = Date.now() - 3 * 86_400_000
+  await app.inject({ url: '/students', remoteAddress: '10.0.0.1' })
+  clock.ms = Date.now()
+  await app.inject({ url: '/students', remoteAddress: '10.0.0.2' })
+  await app.rateLimits.sweep()
+  t.same(await app.knex('rate_buckets').pluck('key'), ['ip:10.0.0.2'])
+  t.same(await app.knex('rate_quotas').pluck('key'), ['ip:10.0.0.2'])
+})

@@ -38,6 +38,8 @@ const KEYED = 'service, API key'
 const UNAUDITED = 'service, audit log and change outbox off'
 /** The service writing its audit log but no change outbox: what the change feed costs a write. */
 const FEEDLESS = 'service, change outbox off'
+/** The service with a rate limit and a daily quota no caller reaches: what their accounting costs. */
+const LIMITED = 'service, rate limits on'
 /** The service with no metrics (METRICS_PORT=off), for what the metrics cost a request. */
 const UNMEASURED = 'service, metrics off'
 /**
@@ -124,6 +126,8 @@ try {
   servers.push(unaudited)
   const feedless = await start(FEEDLESS, ['dist/server.js'], { ...env, CHANGE_OUTBOX: 'off' })
   servers.push(feedless)
+  const limited = await start(LIMITED, ['dist/server.js'], { ...env, RATE_LIMIT: '1000000000/1m', RATE_QUOTA: '1000000000/1d' })
+  servers.push(limited)
   const unmeasured = await start(UNMEASURED, ['dist/server.js'], { ...env, METRICS_PORT: 'off' })
   servers.push(unmeasured)
   // The second processes only with rounds of 10 s or more: a target's pool closes its idle
@@ -194,7 +198,7 @@ try {
     { name: 'student PUT all fields', targets: [service], next: () => { const id = randomId(STUDENTS); return { method: 'PUT', path: `/students/${id}`, body: wholeStudent(id) } } },
     { name: 'student PUT name, v1', targets: [service], next: () => ({ method: 'PUT', path: `/api/v1/students/${randomId(STUDENTS)}`, body: '{"name":"Renamed"}' }) },
     { name: 'student PATCH age', targets: [service], next: () => ({ method: 'PATCH', path: `/students/${randomId(STUDENTS)}`, body: '{"age":44}' }) },
-    { name: 'client GET by id (auth)', targets: [service, workers, { server: service, name: UNAUTHENTICATED, next: studentById }, { server: service, name: KEYED, next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: byKey }) }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
+    { name: 'client GET by id (auth)', targets: [service, workers, limited, { server: service, name: UNAUTHENTICATED, next: studentById }, { server: service, name: KEYED, next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: byKey }) }], next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: auth }) },
     { name: 'client GET page of 100 (auth)', targets: [service], next: () => ({ method: 'GET', path: `/api/clients?limit=100&after=${randomId(CLIENTS - 100)}`, headers: auth }) },
     // An audited create beside the same create by a service that writes no audit log nor outbox row.
     { name: 'client POST (auth)', targets: [service, unaudited], next: () => ({ method: 'POST', path: '/api/clients', body: newClient(), headers: auth }) },
@@ -392,6 +396,7 @@ try {
     'PUT with a matching If-Match ÷ PUT without': paired('student PUT with a matching If-Match', 'service', 'service, student PUT without If-Match'),
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'API key GET ÷ student GET by id': paired('client GET by id (auth)', KEYED, UNAUTHENTICATED),
+    'authenticated GET with rate limits on ÷ off': paired('client GET by id (auth)', LIMITED, 'service'),
     'client POST with audit and outbox ÷ without': paired('client POST (auth)', 'service', UNAUDITED),
     'student POST with audit and outbox ÷ without': paired('student POST', 'service', UNAUDITED),
     'student POST with the change feed on ÷ off': paired('student POST', 'service', FEEDLESS),

@@ -13,6 +13,8 @@ export interface TakeArgs {
   wanted: number
   /** Units taken before and not spent, given back first. */
   returned: number
+  /** Units charged whatever is left: the bucket may go below zero, and the caller then waits. */
+  charge: number
 }
 
 /** What a take left: the units granted, the bucket's tokens and the day's units used after it. */
@@ -51,6 +53,8 @@ interface Lease {
 export const LEASE_MS = 1_000
 /** A lease takes at most this share of the policy's count: others instances find the rest. */
 const LEASE_SHARE = 8
+/** A refusal is kept this long at least: a caller refused makes 20 takes a second at most, per instance. */
+const REFUSAL_MS = 50
 /** Callers an instance keeps leases for; the oldest are forgotten (their units come back as the bucket refills). */
 const CALLERS = 100_000
 
@@ -77,12 +81,19 @@ export class RateLeases {
     public now: () => number = Date.now
   ) {}
 
-  /** Spends `cost` units of `policy` for the caller `key`, or tells when they may be. */
+  /**
+   * Spends `cost` units of `policy` for the caller `key`, or tells when they may be. A cost
+   * above the policy's count is the count: a full bucket serves any request.
+   */
   async spend (key: string, policy: RatePolicy, cost: number): Promise<Decision> {
+    return this.spendAtMost(key, policy, Math.min(cost, policy.rate?.count ?? Infinity, policy.quota ?? Infinity))
+  }
+
+  private async spendAtMost (key: string, policy: RatePolicy, cost: number): Promise<Decision> {
     const lease = this.leases.get(key)
     if (lease?.taking !== undefined) {
       await lease.taking
-      return this.spend(key, policy, cost)
+      return this.spendAtMost(key, policy, cost)
     }
     const now = this.now()
     if (lease !== undefined && this.serves(lease, now) && lease.units >= cost) {
@@ -90,8 +101,20 @@ export class RateLeases {
       lease.spent += cost
       return { allowed: true, standing: this.standing(lease, policy, now) }
     }
-    if (lease?.refusal !== undefined && now < lease.refusal.until && cost >= lease.refusal.cost) return this.refused(lease, policy, cost, now)
+    if (lease?.refusal !== undefined && now < lease.refusal.until && cost >= lease.refusal.cost) return this.refused(lease, policy, cost, now, lease.refusal)
     return this.takeLease(key, policy, cost, lease, now)
+  }
+
+  /**
+   * Charges `units` to `key` whatever is left: a cost known once its request has run (the rows
+   * of an import or an export). This instance's units go back with it, and its next request
+   * takes anew.
+   */
+  async charge (key: string, policy: RatePolicy, units: number): Promise<void> {
+    const lease = this.leases.get(key)
+    await lease?.taking
+    this.leases.delete(key)
+    await this.take({ key, at: this.now(), policy, cost: 0, wanted: 0, returned: lease?.units ?? 0, charge: units })
   }
 
   /**
@@ -116,7 +139,7 @@ export class RateLeases {
     const wanted = Math.min(most, Math.max(cost, 2 * (previous?.spent ?? 0)))
     const returned = previous === undefined || previous.refusal !== undefined ? 0 : previous.units
     const lease: Lease = { units: 0, spent: 0, at: now, tokens: 0, used: 0 }
-    const taking = this.take({ key, at: now, policy, cost, wanted, returned })
+    const taking = this.take({ key, at: now, policy, cost, wanted, returned, charge: 0 })
     lease.taking = taking
     this.leases.set(key, lease)
     let taken: Taken
@@ -135,14 +158,18 @@ export class RateLeases {
     return { allowed: true, standing: this.standing(lease, policy, now) }
   }
 
-  private refused (lease: Lease, policy: RatePolicy, cost: number, now: number): Decision {
+  /** The refusal of `cost` units; a refusal the database gave (none `kept`) is kept until it may end. */
+  private refused (lease: Lease, policy: RatePolicy, cost: number, now: number, kept?: Lease['refusal']): Decision {
     const standing = this.standing(lease, policy, now)
     const quotaSpent = policy.quota !== null && policy.quota - lease.used < cost
-    const retryAfter = quotaSpent
-      ? secondsToMidnight(now)
-      : Math.max(1, Math.ceil((cost - this.units(policy.rate!, now, lease, lease.units)) * policy.rate!.windowSeconds / policy.rate!.count))
-    lease.refusal = { until: now + retryAfter * 1_000, cost }
-    return { allowed: false, standing, spent: quotaSpent ? 'quota' : 'rate', retryAfter }
+    const waitMs = quotaSpent
+      ? dayEnd(now) - now
+      : (cost - this.units(policy.rate!, now, lease, lease.units)) * policy.rate!.windowSeconds * 1_000 / policy.rate!.count
+    // Kept to the millisecond (a second's wait of Retry-After would leave a fast bucket's
+    // units unspent meanwhile), and for REFUSAL_MS at least, which bounds the takes of a
+    // caller who keeps asking while refused.
+    lease.refusal = kept ?? { until: now + Math.max(REFUSAL_MS, waitMs), cost }
+    return { allowed: false, standing, spent: quotaSpent ? 'quota' : 'rate', retryAfter: Math.max(1, Math.ceil(waitMs / 1_000)) }
   }
 
   private standing (lease: Lease, policy: RatePolicy, now: number): Standing {

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest, FastifySchemaValidationError } from 
 import type { Knex } from 'knex'
 import { isUniqueViolation } from '../../lib/db/db-errors.js'
 import { retriedOnDeadlock } from '../../lib/db/deadlock-retry.js'
+import { rowUnits } from '../../lib/limits/costs.js'
 import { insertAll, type Insertion } from '../../lib/db/prepared-query.js'
 import type { Versioned } from '../../lib/db/row-versions.js'
 import { versionTag } from '../../lib/http/entity-tags.js'
@@ -120,6 +121,8 @@ function repeatedValues<Input> (unique: UniqueField<Input>, rows: readonly unkno
  */
 export default fp(async (fastify) => {
   fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly unknown[], mode: BatchMode | undefined, answer: (outcomes: RowOutcome[]) => unknown) {
+    // Its rows cost the caller's rate limit, before any is checked.
+    await this.spendUnits(reply, rowUnits(rows.length, 'batch'))
     const atomic = mode !== 'per_row'
     const refused = refusedBySchema(rows)
     const { unique } = kind
@@ -179,4 +182,4 @@ export default fp(async (fastify) => {
       return db.transaction(async trx => answered(await inserted(true, trx)))
     })
   })
-}, { name: 'batch-writes', dependencies: ['audit', 'change-outbox', 'idempotency'] })
+}, { name: 'batch-writes', dependencies: ['audit', 'change-outbox', 'idempotency', 'rate-limits'] })

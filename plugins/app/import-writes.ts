@@ -11,6 +11,7 @@ import { fileTooLarge, readImportFile, IMPORT_MEDIA_TYPES, type FileRecord, type
 import { InvalidRows } from '../../lib/http/invalid-fields.js'
 import { recordValidator } from '../../lib/http/validation.js'
 import { fieldErrors } from './errors.js'
+import { rowUnits } from '../../lib/limits/costs.js'
 
 /** What an import does with a row whose unique value a record holds: refuse the file, skip the row, or update the record. */
 export type OnConflict = 'error' | 'skip' | 'update'
@@ -215,6 +216,8 @@ export default fp(async (fastify) => {
         copy.abort(error as Error)
         throw error
       }
+      // The rows read cost the caller's rate limit once the import is answered, written or refused.
+      this.chargeUnits(rowUnits(rows, 'import'))
 
       await limitLeft()
       let repeated = 0
@@ -264,4 +267,4 @@ export default fp(async (fastify) => {
       .catch(refused)
       .finally(release)
   })
-}, { name: 'import-writes', dependencies: ['config', 'audit', 'change-outbox', 'idempotency', 'bulk-slots', 'expect-continue'] })
+}, { name: 'import-writes', dependencies: ['config', 'audit', 'change-outbox', 'idempotency', 'bulk-slots', 'expect-continue', 'rate-limits'] })

@@ -6,6 +6,7 @@ import type { ListPage } from '../../lib/db/keyset-table.js'
 import { cursorSecret } from '../../lib/http/cursor.js'
 import { listRequest, type ListFields, type ListQuery, type ListRequest } from '../../lib/http/list-query.js'
 import { sendPage } from '../../lib/http/paging.js'
+import { rowUnits } from '../../lib/limits/costs.js'
 
 export interface Lists {
   /**
@@ -61,6 +62,8 @@ export default fp(async (fastify) => {
         throw error
       }
       rows.once('close', release)
+      // Read to its end, its rows cost the caller's rate limit (COPY counts them).
+      rows.once('end', () => request.chargeUnits(rowUnits((rows as Readable & { rowCount: number }).rowCount, 'export')))
       return reply
         .type(format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8')
         .header('content-disposition', `attachment; filename="${name}.${format}"`)
@@ -70,4 +73,4 @@ export default fp(async (fastify) => {
         .send(rows)
     }
   } satisfies Lists)
-}, { name: 'lists', dependencies: ['config', 'bulk-slots'] })
+}, { name: 'lists', dependencies: ['config', 'bulk-slots', 'rate-limits'] })

@@ -1,14 +1,26 @@
 import fp from 'fastify-plugin'
-import type { FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CodedError } from '../../lib/http/error-codes.js'
 import { RateLeases, type Held, type Taken, type TakeArgs } from '../../lib/limits/rate-leases.js'
 import { limitField, policyField, type RatePolicy, type Standing } from '../../lib/limits/rate-policy.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 import { spoken } from '../../lib/process/duration.js'
+import { costOf } from '../../lib/limits/costs.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     rateLimits: RateLimits
+  }
+  interface FastifyRequest {
+    /**
+     * Spends `units` more of the caller's allowance now, for what the request turns out to
+     * be (a batch's rows): 429 if they are not there. Nothing with no policy.
+     */
+    spendUnits (reply: FastifyReply, units: number): Promise<void>
+    /** Charges `units` more once the request is answered, whatever is left (an import's or an export's rows). */
+    chargeUnits (units: number): void
+    /** Units charged once the request is answered. */
+    unitsToCharge: number
   }
   interface FastifyContextConfig {
     /** false: the route spends nothing of any limit (the health probes, which balancers call). */
@@ -29,14 +41,6 @@ export interface RateLimits {
   sweep (): Promise<void>
 }
 
-/** What a request costs, in units: 1, more for a page above 100 rows, 4 more for `count=exact`. README's "Rate limits" lists them. */
-export function costOf (query: unknown): number {
-  const { limit, count } = query as { limit?: unknown, count?: unknown }
-  const rows = Number(limit)
-  const pages = Number.isInteger(rows) && rows > 100 ? Math.ceil(Math.min(rows, 1_000) / 100) : 1
-  return pages + (count === 'exact' ? 4 : 0)
-}
-
 /**
  * Rate limits and daily quotas per caller (README, "Rate limits"): each request spends units
  * of its caller's policy before its body is read, with its `RateLimit-Policy` and `RateLimit`
@@ -46,10 +50,10 @@ export function costOf (query: unknown): number {
  */
 export default fp(async (fastify) => {
   const policy: RatePolicy = { name: 'default', ...fastify.config.rateLimits }
-  const take = async ({ key, at, policy: { rate, quota }, cost, wanted, returned }: TakeArgs): Promise<Taken> => {
+  const take = async ({ key, at, policy: { rate, quota }, cost, wanted, returned, charge }: TakeArgs): Promise<Taken> => {
     const { rows: [row] } = await fastify.knex.raw<{ rows: [{ granted: string, tokens: number, used: string | null }] }>(
-      'select granted, tokens, used from rate_take(?, to_timestamp(?::double precision / 1000), ?, ?, ?, ?, ?, ?, 0)',
-      [key, at, rate?.count ?? null, rate === null ? null : rate.count / rate.windowSeconds, quota, cost, wanted, returned])
+      'select granted, tokens, used from rate_take(?, to_timestamp(?::double precision / 1000), ?, ?, ?, ?, ?, ?, ?)',
+      [key, at, rate?.count ?? null, rate === null ? null : rate.count / rate.windowSeconds, quota, cost, wanted, returned, charge])
     return { granted: Number(row.granted), tokens: row.tokens, used: Number(row.used ?? 0) }
   }
   const read = async (key: string, at: number): Promise<Held> => {
@@ -74,20 +78,38 @@ export default fp(async (fastify) => {
   }
   fastify.decorate('rateLimits', limits)
   sweepHourly(fastify, 'the rate limits\' buckets and quotas', limits.sweep)
-  if (policy.rate === null && policy.quota === null) return
 
   const policyText = policyField(policy)
-  // After every onRequest hook, the token check's among them, which names the caller; before
-  // the body is read, so that a refused upload is not.
-  fastify.addHook('preParsing', async (request, reply, payload) => {
-    if (request.routeOptions.config.rateLimited === false) return payload
-    const decision = await leases.spend(limits.callerOf(request), policy, costOf(request.query))
+  const limited = policy.rate !== null || policy.quota !== null
+  /** Spends `cost` of the caller's units, with the fields on the answer; 429 if they are not there. */
+  const spend = async (request: FastifyRequest, reply: FastifyReply, cost: number) => {
+    const decision = await leases.spend(limits.callerOf(request), policy, cost)
     reply.header('ratelimit-policy', policyText).header('ratelimit', limitField(policy, decision.standing))
-    if (decision.allowed) return payload
+    if (decision.allowed) return
     fastify.metrics.requestsLimited.inc({ policy: policy.name })
     reply.header('retry-after', String(decision.retryAfter))
     throw new CodedError('rate_limited', decision.spent === 'quota'
       ? `The daily quota of ${policy.quota!} units is spent; it is renewed at midnight UTC, in ${decision.retryAfter} s`
       : `The rate limit of ${policy.rate!.count} units per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
+  }
+  fastify.decorateRequest('unitsToCharge', 0)
+  fastify.decorateRequest('spendUnits', async function (this: FastifyRequest, reply: FastifyReply, units: number) {
+    if (limited && units > 0) await spend(this, reply, units)
+  })
+  fastify.decorateRequest('chargeUnits', function (this: FastifyRequest, units: number) {
+    this.unitsToCharge += units
+  })
+  if (!limited) return
+
+  // After every onRequest hook, the token check's among them, which names the caller; before
+  // the body is read, so that a refused upload is not.
+  fastify.addHook('preParsing', async (request, reply, payload) => {
+    if (request.routeOptions.config.rateLimited !== false) await spend(request, reply, costOf(request.query))
+    return payload
+  })
+  fastify.addHook('onResponse', async (request) => {
+    if (request.unitsToCharge <= 0) return
+    leases.charge(limits.callerOf(request), policy, request.unitsToCharge)
+      .catch((error: unknown) => request.log.warn({ err: error }, 'could not charge a request\'s rows to its caller\'s rate limit'))
   })
 }, { name: 'rate-limits', dependencies: ['config', 'knex', 'metrics'] })

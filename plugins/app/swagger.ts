@@ -75,7 +75,7 @@ function withHeader<T extends OpenApiDocument> (document: T, name: string, compo
 
 const RATE_LIMIT_FIELDS = {
   'RateLimit-Policy': {
-    description: 'With RATE_LIMIT or RATE_QUOTA set, the caller\'s policy, as draft-ietf-httpapi-ratelimit-headers-10 has it: the rate (`"default";q=600;w=60`: 600 units, a bucket refilled evenly over 60 s) and the daily quota (`"default-daily";q=10000;w=86400`). A request costs 1 unit; a page above 100 rows 1 more for each 100 (`limit=1000`: 10); `count=exact` 4 more.',
+    description: 'With RATE_LIMIT or RATE_QUOTA set, the caller\'s policy, as draft-ietf-httpapi-ratelimit-headers-10 has it: the rate (`"default";q=600;w=60`: 600 units, a bucket refilled evenly over 60 s) and the daily quota (`"default-daily";q=10000;w=86400`). A request costs 1 unit; a page above 100 rows 1 more for each 100 (`limit=1000`: 10); `count=exact` 4 more; a batch 1 for each 10 rows; an import 1 for each 100 rows and an export 1 for each 1,000, charged once answered (the README\'s "Rate limits and quotas" has the table). A cost above the rate\'s count is the count.',
     required: false,
     schema: { type: 'string', example: '"default";q=600;w=60, "default-daily";q=10000;w=86400' }
   },

@@ -1,6 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { build, buildApp, createDatabase, testConfig, type ConfigChange } from '../../helper.js'
+import { build, buildApp, createDatabase, testConfig, within, type ConfigChange } from '../../helper.js'
+import { student } from '../../routes/students/fixtures.js'
 import { bearer, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
 
 /** A clock the test moves: the leases' and the shared buckets' time. */
@@ -44,6 +45,21 @@ t.test('an anonymous caller spends its address\'s bucket: the fields on every an
   t.same(metric.values.map(({ labels, value }) => [labels, value]), [[{ policy: 'default' }, 2]], 'refusals counted by policy')
 })
 
+t.test('a caller who keeps asking while refused is served as soon as a unit is back, not later', async t => {
+  const app = await build(t, limited({ count: 10, windowSeconds: 1 }))
+  const clock = clockOf(app)
+  const answers: number[] = []
+  for (let i = 0; i < 11; i++) answers.push((await app.inject({ url: '/students' })).statusCode)
+  t.same(answers.slice(9), [200, 429])
+  // A unit every 100 ms; asked every 20 ms meanwhile.
+  const waits: number[] = []
+  for (let ms = 20; ms <= 200; ms += 20) {
+    clock.tick(0.02)
+    if ((await app.inject({ url: '/students' })).statusCode === 200) waits.push(ms)
+  }
+  t.same(waits, [100, 200], 'each unit spent the moment it is in')
+})
+
 t.test('a user\'s tokens and API keys spend one allowance, each user their own; a page above 100 rows and count=exact cost more', async t => {
   const app = await build(t, limited({ count: 20, windowSeconds: 60 }))
   clockOf(app)
@@ -62,6 +78,34 @@ t.test('a user\'s tokens and API keys spend one allowance, each user their own; 
   t.match(over, { statusCode: 429, headers: { 'retry-after': '3' } }, 'a cost of 3 with 2 left waits for 1 unit, 3 s')
   t.equal((await app.inject({ url: '/api/clients', headers: bearer(alice.token) })).statusCode, 200, 'a cost of 1 still passes')
   t.equal((await app.inject({ url: '/api/clients', headers: { authorization: 'Bearer nope' } })).headers.ratelimit, undefined, 'a request the token check refuses spends no one\'s')
+})
+
+t.test('a batch costs a unit for each 10 rows before it is written; an import\'s and an export\'s rows are charged once answered', async t => {
+  const app = await build(t, limited({ count: 10_000, windowSeconds: 3600 }))
+  clockOf(app)
+  const tokens = async () => (await app.knex('rate_buckets').where({ key: 'ip:127.0.0.1' }).first('tokens'))!.tokens as number
+  const batch = await app.inject({ method: 'POST', url: '/students/batch', payload: Array.from({ length: 95 }, (_, i) => student(i)) })
+  t.equal(batch.statusCode, 200)
+  t.equal(batch.headers.ratelimit, '"default";r=9990;t=1', '95 rows: 10 units')
+
+  const file = Array.from({ length: 2_500 }, (_, i) => JSON.stringify(student(1_000 + i))).join('\n')
+  const imported = await app.inject({ method: 'POST', url: '/students/import', headers: { 'content-type': 'application/x-ndjson' }, payload: file })
+  t.match(imported.json(), { inserted: 2_500 })
+  t.ok(await within(5_000, async () => await tokens() === 9_990 - 1 - 24), '2,500 rows read: 25 units, 24 charged once answered')
+
+  const exported = await app.inject({ url: '/students', headers: { accept: 'text/csv' } })
+  t.equal(exported.body.trim().split('\n').length, 2_596, 'a header line and 2,595 rows')
+  t.ok(await within(5_000, async () => await tokens() === 9_965 - 1 - 2), '2,595 rows written: 3 units, 2 charged once answered')
+  await app.rateLimits.leases.charge('ip:10.0.0.7', app.rateLimits.policy, 5)
+  t.equal((await app.knex('rate_buckets').where({ key: 'ip:10.0.0.7' }).first('tokens'))!.tokens, 9_995, 'a charge to a caller this instance holds no units for')
+})
+
+t.test('a batch that costs more than is left is refused before a row is written; one above the policy\'s count costs the count', async t => {
+  const app = await build(t, limited({ count: 20, windowSeconds: 3600 }))
+  clockOf(app)
+  const refused = await app.inject({ method: 'POST', url: '/students/batch', payload: Array.from({ length: 300 }, (_, i) => student(i)) })
+  t.match(refused, { statusCode: 429, headers: { 'retry-after': '180', ratelimit: '"default";r=19;t=180' } }, '30 units asked, 20 at most: a full bucket, one unit away')
+  t.equal((await app.knex('students').count({ n: '*' }))[0]!.n, '0', 'nothing written')
 })
 
 t.test('a daily quota: refused until the UTC day ends, kept by PostgreSQL across a restart', async t => {

@@ -1,0 +1,47 @@
+import { spawnSync } from 'node:child_process'
+import t from 'tap'
+import { databaseEnv, sleep, startBalancer, startServer } from './process.js'
+
+const haproxy = spawnSync('haproxy', ['-v']).status === 0
+
+t.test('through HAProxy to two instances, a caller sending as fast as it can is held to its policy within 10 %',
+  { skip: haproxy ? false : 'haproxy is not installed (.ci/run installs it)' }, async t => {
+    // 100 units a second: a burst of 100, then one every 10 ms.
+    const env = { ...await databaseEnv(t), RATE_LIMIT: '100/1s' }
+    const instances = await Promise.all([startServer(env), startServer(env)])
+    t.teardown(() => { for (const instance of instances) instance.kill() })
+    const url = await startBalancer(t, instances.map(instance => instance.url) as [string, string])
+    t.ok(url, 'HAProxy sends to the instances')
+
+    const password = 'correct horse battery'
+    const registered = await fetch(`${url}/api/register`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Busy', email: 'busy@example.com', password, c_password: password })
+    })
+    t.equal(registered.status, 201)
+    const headers = { authorization: `Bearer ${(await registered.json() as { data: string }).data}` }
+
+    // Twenty clients, for 5 s: each answer 200 or 429, nothing else.
+    const counts = new Map<number, number>()
+    let running = true
+    const started = Date.now()
+    const client = async () => {
+      // eslint-disable-next-line no-unmodified-loop-condition -- set to false elsewhere while the loop awaits
+      while (running) {
+        const res = await fetch(`${url}/api/profile`, { headers })
+        await res.arrayBuffer()
+        counts.set(res.status, (counts.get(res.status) ?? 0) + 1)
+      }
+    }
+    const load = Promise.all(Array.from({ length: 20 }, client))
+    await sleep(5_000)
+    running = false
+    await load
+    const seconds = (Date.now() - started) / 1_000
+    const served = counts.get(200) ?? 0
+    const policy = 100 + 100 * seconds
+    t.same([...counts.keys()].sort(), [200, 429], 'answered 200 or 429')
+    t.ok(counts.get(429)! > served, `refused more than served: ${counts.get(429)} refused`)
+    t.ok(Math.abs(served - policy) <= policy * 0.1, `${served} served in ${seconds.toFixed(1)} s; the policy allows ${policy.toFixed(0)}`)
+    const usage = await (await fetch(`${url}/api/usage`, { headers })).json() as { data?: { rate: { remaining: number } } }
+    t.ok(usage.data === undefined || usage.data.rate.remaining < 100, 'the bucket near empty, or the usage read refused')
+  })

@@ -71,11 +71,10 @@ async function send (progress: Progress): Promise<Answer> {
     }
   })
   return new Promise((resolve, reject) => {
-    let answered = false
     let sending = false
     const request = (url.protocol === 'https:' ? https : http).request(url, { method: 'POST', headers: { ...headers, 'content-length': String(size), expect: '100-continue' } }, response => {
-      answered = true
       clearTimeout(unheard)
+      request.off('continue', sendFile)
       let body = ''
       response.setEncoding('utf8').on('data', chunk => { body += chunk }).on('end', () => {
         resolve({ status: response.statusCode!, body, retryAfter: response.headers['retry-after'] })
@@ -90,9 +89,10 @@ async function send (progress: Progress): Promise<Answer> {
     })
     // The file goes once the service says so (100 Continue), or, as curl does, after a second
     // without a word (a proxy that does not pass the 100 on); never once it has answered.
+    // Either way takes the other away, and so does the answer: it goes once at most.
     const sendFile = () => {
       clearTimeout(unheard)
-      if (sending || answered) return
+      request.off('continue', sendFile)
       sending = true
       pipeline(createReadStream(file!), counted, request).catch(reject)
     }

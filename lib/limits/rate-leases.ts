@@ -23,6 +23,13 @@ export interface Taken { granted: number, tokens: number, used: number }
 /** What the shared tables hold of a caller: the bucket as of its last take, the day's use. */
 export interface Held { tokens: number | null, takenAt: number | null, used: number }
 
+/** The database's side of the leases: takes, reads, and units given back in one statement. */
+export interface RateStore {
+  take (args: TakeArgs): Promise<Taken>
+  read (key: string, at: number): Promise<Held>
+  giveBack (policy: RatePolicy, at: number, units: ReadonlyArray<{ key: string, units: number }>): Promise<void>
+}
+
 export type Decision =
   | { allowed: true, standing: Standing }
   | { allowed: false, standing: Standing, spent: 'rate' | 'quota', retryAfter: number }
@@ -75,11 +82,7 @@ const secondsToMidnight = (ms: number) => Math.ceil((dayEnd(ms) - ms) / 1_000)
 export class RateLeases {
   private readonly leases = new FifoMap<Lease>(CALLERS)
 
-  constructor (
-    private readonly take: (args: TakeArgs) => Promise<Taken>,
-    private readonly read: (key: string, at: number) => Promise<Held>,
-    public now: () => number = Date.now
-  ) {}
+  constructor (private readonly store: RateStore, public now: () => number = Date.now) {}
 
   /**
    * Spends `cost` units of `policy` for the caller `key`, or tells when they may be. A cost
@@ -114,7 +117,24 @@ export class RateLeases {
     const lease = this.leases.get(key)
     await lease?.taking
     this.leases.delete(key)
-    await this.take({ key, at: this.now(), policy, cost: 0, wanted: 0, returned: lease?.units ?? 0, charge: units })
+    await this.store.take({ key, at: this.now(), policy, cost: 0, wanted: 0, returned: lease?.units ?? 0, charge: units })
+  }
+
+  /**
+   * Gives back the units of the leases a second old, which their callers may never come back
+   * for (every lease's with `all`, as the instance closes), in one statement: otherwise a
+   * caller who stops would find them spent from the day's quota.
+   */
+  async giveBack (policy: RatePolicy, all = false): Promise<void> {
+    const now = this.now()
+    const units: Array<{ key: string, units: number }> = []
+    for (const key of this.leases.keys()) {
+      const lease = this.leases.get(key)!
+      if (lease.units === 0 || lease.taking !== undefined || (!all && this.serves(lease, now))) continue
+      units.push({ key, units: lease.units })
+      lease.units = 0
+    }
+    if (units.length > 0) await this.store.giveBack(policy, now, units)
   }
 
   /**
@@ -123,7 +143,7 @@ export class RateLeases {
    */
   async usage (key: string, policy: RatePolicy): Promise<Standing & { used: number }> {
     const now = this.now()
-    const held = await this.read(key, now)
+    const held = await this.store.read(key, now)
     const lease = this.leases.get(key)
     const units = lease !== undefined && this.serves(lease, now) ? lease.units : 0
     const bucket = held.tokens === null ? undefined : { at: held.takenAt!, tokens: held.tokens }
@@ -139,7 +159,7 @@ export class RateLeases {
     const wanted = Math.min(most, Math.max(cost, 2 * (previous?.spent ?? 0)))
     const returned = previous === undefined || previous.refusal !== undefined ? 0 : previous.units
     const lease: Lease = { units: 0, spent: 0, at: now, tokens: 0, used: 0 }
-    const taking = this.take({ key, at: now, policy, cost, wanted, returned, charge: 0 })
+    const taking = this.store.take({ key, at: now, policy, cost, wanted, returned, charge: 0 })
     lease.taking = taking
     this.leases.set(key, lease)
     let taken: Taken

@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CodedError } from '../../lib/http/error-codes.js'
-import { RateLeases, type Held, type Taken, type TakeArgs } from '../../lib/limits/rate-leases.js'
+import { LEASE_MS, RateLeases, type Held, type RateStore, type Taken, type TakeArgs } from '../../lib/limits/rate-leases.js'
 import { limitField, policyField, type RatePolicy, type Standing } from '../../lib/limits/rate-policy.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 import { spoken } from '../../lib/process/duration.js'
@@ -63,7 +63,14 @@ export default fp(async (fastify) => {
       from (select ?::text as key) k left join rate_buckets b on b.key = k.key`, [at, key])
     return { tokens: row.tokens, takenAt: row.taken_at, used: Number(row.used ?? 0) }
   }
-  const leases = new RateLeases(take, read)
+  // In key order: two instances closing at once lock the same rows in the same order.
+  const giveBack: RateStore['giveBack'] = async ({ rate, quota }, at, units) => {
+    await fastify.knex.raw(`
+      select count(rate_take(b.key, to_timestamp(?::double precision / 1000), ?, ?, ?, 0, 0, b.units, 0))
+      from (select * from unnest(?::text[], ?::bigint[]) as u(key, units) order by key) b`,
+    [at, rate?.count ?? null, rate === null ? null : rate.count / rate.windowSeconds, quota, units.map(unit => unit.key), units.map(unit => unit.units)])
+  }
+  const leases = new RateLeases({ take, read, giveBack })
   const limits: RateLimits = {
     policy,
     leases,
@@ -100,6 +107,18 @@ export default fp(async (fastify) => {
     this.unitsToCharge += units
   })
   if (!limited) return
+
+  /* c8 ignore next 3 -- a timer; what it runs, giveBack, the tests call */
+  const givingBack = setInterval(() => {
+    leases.giveBack(policy).catch((error: unknown) => fastify.log.warn({ err: error }, 'could not give back the rate limits\' unspent units'))
+  }, 5 * LEASE_MS).unref()
+  // Before the pool closes (onClose hooks run in the reverse order of the plugins').
+  fastify.addHook('onClose', async () => {
+    clearInterval(givingBack)
+    await leases.giveBack(policy, true)
+      /* c8 ignore next -- the database failing as the instance closes: the units stay spent */
+      .catch((error: unknown) => fastify.log.warn({ err: error }, 'could not give back the rate limits\' unspent units'))
+  })
 
   // After every onRequest hook, the token check's among them, which names the caller; before
   // the body is read, so that a refused upload is not.

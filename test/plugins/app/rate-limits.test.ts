@@ -131,6 +131,27 @@ t.test('a daily quota: refused until the UTC day ends, kept by PostgreSQL across
   t.equal((await restarted.inject({ url: '/students' })).headers.ratelimit, '"default-daily";r=2;t=86399', 'a new day')
 })
 
+t.test('units an instance took ahead and did not spend go back: a second later, and all as it closes', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const app = await buildApp(t, testConfig(db, limited(null, 100)))
+  const clock = clockOf(app)
+  const used = async () => (await app.knex('rate_quotas').first('used'))!.used
+  // The second request takes two units: one for it, one ahead.
+  for (let i = 0; i < 2; i++) await app.inject({ url: '/students' })
+  t.equal(await used(), '3', 'three units taken for two requests')
+  await app.rateLimits.leases.giveBack(app.rateLimits.policy)
+  t.equal(await used(), '3', 'a lease under a second old is kept')
+  clock.tick(1)
+  await app.rateLimits.leases.giveBack(app.rateLimits.policy)
+  t.equal(await used(), '2', 'a second old, its unit is given back')
+
+  const closing = await buildApp(t, testConfig(db, limited(null, 100)))
+  clockOf(closing).ms = clock.ms
+  for (let i = 0; i < 2; i++) await closing.inject({ url: '/students', remoteAddress: '10.0.0.5' })
+  await closing.close()
+  t.equal((await app.knex('rate_quotas').where({ key: 'ip:10.0.0.5' }).first('used'))!.used, '2', 'a closing instance gives back what it holds')
+})
+
 t.test('two instances on one database hold one bucket: a caller gets the policy\'s count and no more, in turns or all at once', async t => {
   const db = await createDatabase(t, { migrated: true })
   const apps = [await buildApp(t, testConfig(db, limited({ count: 50, windowSeconds: 3600 }))), await buildApp(t, testConfig(db, limited({ count: 50, windowSeconds: 3600 })))]

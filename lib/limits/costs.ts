@@ -14,9 +14,9 @@ export const ROWS_A_UNIT = { batch: 10, import: 100, export: 1_000 } as const
 /** A request's cost, known from its query before its body is read: 1, more for a large page or an exact count. */
 export function costOf (query: unknown): number {
   const { limit, count } = query as { limit?: unknown, count?: unknown }
-  const rows = Number(limit)
-  const pages = Number.isInteger(rows) && rows > PAGE_ROWS ? Math.ceil(Math.min(rows, 1_000) / PAGE_ROWS) : 1
-  return pages + (count === 'exact' ? EXACT_COUNT : 0)
+  // A page size the lists take (1 to 1,000, in digits); any other is refused, 400, and costs 1.
+  const rows = typeof limit === 'string' && /^[1-9]\d{0,3}$/.test(limit) && Number(limit) <= 1_000 ? Number(limit) : 0
+  return Math.max(1, Math.ceil(rows / PAGE_ROWS)) + (count === 'exact' ? EXACT_COUNT : 0)
 }
 
 /** The units `rows` of a batch, an import or an export cost beyond the request's own: 1,000 rows of a batch 99. */

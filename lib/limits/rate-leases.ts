@@ -189,6 +189,10 @@ export class RateLeases {
     // units unspent meanwhile), and for REFUSAL_MS at least, which bounds the takes of a
     // caller who keeps asking while refused.
     lease.refusal = kept ?? { until: now + Math.max(REFUSAL_MS, waitMs), cost }
+    // Refused, fewer units than the request asked are left, whatever refilled while the
+    // refusal is kept: a client reading `r` does not send it again at once.
+    const spent = quotaSpent ? standing.quota! : standing.rate!
+    spent.remaining = Math.min(spent.remaining, cost - 1)
     return { allowed: false, standing, spent: quotaSpent ? 'quota' : 'rate', retryAfter: Math.max(1, Math.ceil(waitMs / 1_000)) }
   }
 

@@ -121,8 +121,6 @@ function repeatedValues<Input> (unique: UniqueField<Input>, rows: readonly unkno
  */
 export default fp(async (fastify) => {
   fastify.decorateRequest('insertRecords', async function <Row, Input> (this: FastifyRequest, reply: FastifyReply, kind: BatchKind<Row, Input>, rows: readonly unknown[], mode: BatchMode | undefined, answer: (outcomes: RowOutcome[]) => unknown) {
-    // Its rows cost the caller's rate limit, before any is checked.
-    await this.spendUnits(reply, rowUnits(rows.length, 'batch'))
     const atomic = mode !== 'per_row'
     const refused = refusedBySchema(rows)
     const { unique } = kind
@@ -163,6 +161,8 @@ export default fp(async (fastify) => {
     }
 
     return this.createOnce(reply, async db => {
+      // Its rows cost the caller's rate limit before any is written (a replay writes none).
+      await this.spendUnits(reply, rowUnits(rows.length, 'batch'))
       // With an Idempotency-Key, `db` is the transaction that keeps it.
       if (db.isTransaction) return answered(await inserted(true, db))
       // Without, one statement is all-or-nothing by itself: a batch with nothing to undo is one

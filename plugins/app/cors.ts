@@ -16,7 +16,7 @@ export default fp(async (fastify) => {
     methods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     // Every response header of the service's own that a browser client has a use for: a
     // browser shows a script only the CORS-safelisted ones and these.
-    exposedHeaders: ['Location', 'Link', 'X-Total-Count', 'Retry-After', 'WWW-Authenticate', 'ETag', 'Idempotent-Replayed', 'X-Request-Id', 'traceparent'],
+    exposedHeaders: ['Location', 'Link', 'X-Total-Count', 'Retry-After', 'WWW-Authenticate', 'ETag', 'Idempotent-Replayed', 'X-Request-Id', 'traceparent', 'RateLimit-Policy', 'RateLimit'],
     maxAge: 600
   })
 }, { name: 'cors', dependencies: ['config', 'errors', 'sensible', 'metrics'] })

@@ -134,7 +134,7 @@ export function connectHandler (this: FastifyInstance, request: IncomingMessage,
  */
 export default fp(async (fastify) => {
   fastify.server.on('connect', connectHandler.bind(fastify))
-  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+  fastify.setErrorHandler(async (error: FastifyError, request, reply) => {
     if (error.validation) {
       const context = error.validationContext as SchemaErrorDataVar
       const data = fieldErrors(error.validation, context)
@@ -179,6 +179,10 @@ export default fp(async (fastify) => {
       request.log.error({ err: error }, 'unexpected error')
       return sendError(reply, statusCode, codeOf(error, statusCode), 'The server failed to answer this request')
     }
+    // Refused before it spent anything (the token check's 401, a permission's 403), a request
+    // spends its unit as any does, and past its caller's limit is told so.
+    const limited = statusCode === 429 ? undefined : await fastify.rateLimits.spendRefused(request, reply)
+    if (limited !== undefined) return sendError(reply, 429, 'rate_limited', limited)
     // The current tag, so that the client can read the record again and decide.
     if (error instanceof PreconditionFailedError) reply.header('etag', error.etag)
     // A route that does not exist is a scanner's probe as often as not: a line each at info

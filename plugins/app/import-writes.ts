@@ -215,9 +215,11 @@ export default fp(async (fastify) => {
       } catch (error) {
         copy.abort(error as Error)
         throw error
+      } finally {
+        // The rows read cost the caller's rate limit once the import is answered, written or
+        // refused, a file that breaks off too.
+        this.chargeUnits(rowUnits(rows, 'import'))
       }
-      // The rows read cost the caller's rate limit once the import is answered, written or refused.
-      this.chargeUnits(rowUnits(rows, 'import'))
 
       await limitLeft()
       let repeated = 0

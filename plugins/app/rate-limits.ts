@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CodedError } from '../../lib/http/error-codes.js'
-import { LEASE_MS, RateLeases, type Held, type RateStore, type Taken, type TakeArgs } from '../../lib/limits/rate-leases.js'
+import { LEASE_MS, RateLeases } from '../../lib/limits/rate-leases.js'
+import { rateStore } from '../../lib/limits/rate-store.js'
 import { limitField, policyField, type RatePolicy, type Standing } from '../../lib/limits/rate-policy.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 import { spoken } from '../../lib/process/duration.js'
@@ -21,6 +22,8 @@ declare module 'fastify' {
     chargeUnits (units: number): void
     /** Units charged once the request is answered. */
     unitsToCharge: number
+    /** Units the request has asked of its caller's allowance so far. */
+    unitsSpent: number
   }
   interface FastifyContextConfig {
     /** false: the route spends nothing of any limit (the health probes, which balancers call). */
@@ -39,6 +42,11 @@ export interface RateLimits {
   leases: RateLeases
   /** Deletes the buckets full again and the quotas of days gone (hourly, on every instance). */
   sweep (): Promise<void>
+  /**
+   * For a request refused before it spent anything (the token check's 401, a permission's
+   * 403): spends its unit, and tells the 429's message if it is refused that too.
+   */
+  spendRefused (request: FastifyRequest, reply: FastifyReply): Promise<string | undefined>
 }
 
 /**
@@ -50,47 +58,21 @@ export interface RateLimits {
  */
 export default fp(async (fastify) => {
   const policy: RatePolicy = { name: 'default', ...fastify.config.rateLimits }
-  const take = async ({ key, at, policy: { rate, quota }, cost, wanted, returned, charge }: TakeArgs): Promise<Taken> => {
-    const { rows: [row] } = await fastify.knex.raw<{ rows: [{ granted: string, tokens: number, used: string | null }] }>(
-      'select granted, tokens, used from rate_take(?, to_timestamp(?::double precision / 1000), ?, ?, ?, ?, ?, ?, ?)',
-      [key, at, rate?.count ?? null, rate === null ? null : rate.count / rate.windowSeconds, quota, cost, wanted, returned, charge])
-    return { granted: Number(row.granted), tokens: row.tokens, used: Number(row.used ?? 0) }
-  }
-  const read = async (key: string, at: number): Promise<Held> => {
-    const { rows: [row] } = await fastify.knex.raw<{ rows: [{ tokens: number | null, taken_at: number | null, used: string | null }] }>(`
-      select b.tokens, extract(epoch from b.taken_at)::double precision * 1000 as taken_at,
-        (select used from rate_quotas q where q.key = k.key and q.day = (to_timestamp(?::double precision / 1000) at time zone 'UTC')::date) as used
-      from (select ?::text as key) k left join rate_buckets b on b.key = k.key`, [at, key])
-    return { tokens: row.tokens, takenAt: row.taken_at, used: Number(row.used ?? 0) }
-  }
-  // In key order: two instances closing at once lock the same rows in the same order.
-  const giveBack: RateStore['giveBack'] = async ({ rate, quota }, at, units) => {
-    await fastify.knex.raw(`
-      select count(rate_take(b.key, to_timestamp(?::double precision / 1000), ?, ?, ?, 0, 0, b.units, 0))
-      from (select * from unnest(?::text[], ?::bigint[]) as u(key, units) order by key) b`,
-    [at, rate?.count ?? null, rate === null ? null : rate.count / rate.windowSeconds, quota, units.map(unit => unit.key), units.map(unit => unit.units)])
-  }
-  const leases = new RateLeases({ take, read, giveBack })
-  const limits: RateLimits = {
-    policy,
-    leases,
-    callerOf: request => request.user === null ? `ip:${request.ip}` : `user:${request.user.id}`,
-    usage: async caller => leases.usage(caller, policy),
-    sweep: async () => {
-      // A bucket untouched for a day is full again under any policy (a window is a day at most).
-      await fastify.knex.raw(`
-        delete from rate_buckets where taken_at < now() - interval '1 day';
-        delete from rate_quotas where day < (now() at time zone 'UTC')::date - 1`)
-    }
-  }
-  fastify.decorate('rateLimits', limits)
-  sweepHourly(fastify, 'the rate limits\' buckets and quotas', limits.sweep)
-
-  const policyText = policyField(policy)
   const limited = policy.rate !== null || policy.quota !== null
-  /** Spends `cost` of the caller's units, with the fields on the answer; 429 if they are not there. */
+  const policyText = policyField(policy)
+  // A request costs the policy's count at most, what it asks before its body and after both:
+  // a full bucket serves any request.
+  const most = Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity)
+  const store = rateStore(fastify.knex)
+  const leases = new RateLeases(store)
+  const callerOf = (request: FastifyRequest) => request.user === null ? `ip:${request.ip}` : `user:${request.user.id}`
+
+  /** Spends `cost` more of the caller's units, with the fields on the answer; 429 if they are not there. */
   const spend = async (request: FastifyRequest, reply: FastifyReply, cost: number) => {
-    const decision = await leases.spend(limits.callerOf(request), policy, cost)
+    const units = Math.min(cost, most - request.unitsSpent)
+    if (units <= 0) return
+    request.unitsSpent += units
+    const decision = await leases.spend(callerOf(request), policy, units)
     reply.header('ratelimit-policy', policyText).header('ratelimit', limitField(policy, decision.standing))
     if (decision.allowed) return
     fastify.metrics.requestsLimited.inc({ policy: policy.name })
@@ -99,9 +81,31 @@ export default fp(async (fastify) => {
       ? `The daily quota of ${policy.quota!} units is spent; it is renewed at midnight UTC, in ${decision.retryAfter} s`
       : `The rate limit of ${policy.rate!.count} units per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
   }
+
+  fastify.decorate('rateLimits', {
+    policy,
+    leases,
+    callerOf,
+    usage: async caller => leases.usage(caller, policy),
+    sweep: store.sweep,
+    async spendRefused (request, reply) {
+      if (!limited || request.unitsSpent > 0 || request.routeOptions.config?.rateLimited === false) return undefined
+      try {
+        await spend(request, reply, 1)
+        return undefined
+      } catch (error) {
+        if (error instanceof CodedError) return error.message
+        // The database failing: the refusal is answered as it is.
+        request.log.warn({ err: error }, 'could not count a refused request against its caller\'s rate limit')
+        return undefined
+      }
+    }
+  } satisfies RateLimits)
+  sweepHourly(fastify, 'the rate limits\' buckets and quotas', store.sweep)
   fastify.decorateRequest('unitsToCharge', 0)
+  fastify.decorateRequest('unitsSpent', 0)
   fastify.decorateRequest('spendUnits', async function (this: FastifyRequest, reply: FastifyReply, units: number) {
-    if (limited && units > 0) await spend(this, reply, units)
+    if (limited) await spend(this, reply, units)
   })
   fastify.decorateRequest('chargeUnits', function (this: FastifyRequest, units: number) {
     this.unitsToCharge += units
@@ -128,7 +132,7 @@ export default fp(async (fastify) => {
   })
   fastify.addHook('onResponse', async (request) => {
     if (request.unitsToCharge <= 0) return
-    leases.charge(limits.callerOf(request), policy, request.unitsToCharge)
+    leases.charge(callerOf(request), policy, request.unitsToCharge)
       .catch((error: unknown) => request.log.warn({ err: error }, 'could not charge a request\'s rows to its caller\'s rate limit'))
   })
 }, { name: 'rate-limits', dependencies: ['config', 'knex', 'metrics'] })

@@ -15,8 +15,8 @@ t.test('CORS_ORIGIN allows the origins it lists, and only those', async t => {
   t.match(allowed.headers['access-control-expose-headers'], /Location/)
   t.match(allowed.headers['access-control-expose-headers'], /X-Total-Count/, 'a browser reads a list\'s count')
   const exposed = String(allowed.headers['access-control-expose-headers']).split(/,\s*/).map(name => name.toLowerCase())
-  for (const header of ['etag', 'idempotent-replayed', 'x-request-id', 'traceparent']) {
-    t.ok(exposed.includes(header), `a browser reads ${header} (If-Match, retries, support requests, traces)`)
+  for (const header of ['etag', 'idempotent-replayed', 'x-request-id', 'traceparent', 'ratelimit-policy', 'ratelimit']) {
+    t.ok(exposed.includes(header), `a browser reads ${header} (If-Match, retries, support requests, traces, rate limits)`)
   }
   const other = await app.inject({ url: '/students', headers: { origin: 'https://evil.example' } })
   t.notOk(other.headers['access-control-allow-origin'])

@@ -53,11 +53,15 @@ t.test('a caller who keeps asking while refused is served as soon as a unit is b
   t.same(answers.slice(9), [200, 429])
   // A unit every 100 ms; asked every 20 ms meanwhile.
   const waits: number[] = []
+  const refusals = new Set<unknown>()
   for (let ms = 20; ms <= 200; ms += 20) {
     clock.tick(0.02)
-    if ((await app.inject({ url: '/students' })).statusCode === 200) waits.push(ms)
+    const res = await app.inject({ url: '/students' })
+    if (res.statusCode === 200) waits.push(ms)
+    else refusals.add(/r=\d+/.exec(String(res.headers.ratelimit))?.[0])
   }
   t.same(waits, [100, 200], 'each unit spent the moment it is in')
+  t.same([...refusals], ['r=0'], 'a refusal never tells a unit left')
 })
 
 t.test('a user\'s tokens and API keys spend one allowance, each user their own; a page above 100 rows and count=exact cost more', async t => {
@@ -77,7 +81,29 @@ t.test('a user\'s tokens and API keys spend one allowance, each user their own; 
   const over = await app.inject({ url: '/api/clients?limit=300', headers: bearer(alice.token) })
   t.match(over, { statusCode: 429, headers: { 'retry-after': '3' } }, 'a cost of 3 with 2 left waits for 1 unit, 3 s')
   t.equal((await app.inject({ url: '/api/clients', headers: bearer(alice.token) })).statusCode, 200, 'a cost of 1 still passes')
-  t.equal((await app.inject({ url: '/api/clients', headers: { authorization: 'Bearer nope' } })).headers.ratelimit, undefined, 'a request the token check refuses spends no one\'s')
+  for (const limit of ['1e3', '1001', '+200', '0x3E8']) {
+    const refused = await app.inject({ url: `/api/clients?limit=${limit}`, headers: bearer(bob.token) })
+    t.equal(refused.statusCode, 400, `limit=${limit}`)
+  }
+  t.equal((await app.inject({ url: '/api/clients', headers: bearer(bob.token) })).headers.ratelimit, '"default";r=14;t=3', 'a page size refused, 400, costs 1')
+})
+
+t.test('a request refused before it spent (a token refused, 401; a permission lacking, 403) spends a unit of its caller\'s', async t => {
+  const app = await build(t, limited({ count: 3, windowSeconds: 3600 }))
+  clockOf(app)
+  const answers = []
+  for (let i = 0; i < 4; i++) answers.push(await app.inject({ url: '/api/roles', headers: { authorization: 'Bearer sk_nope' } }))
+  t.same(statuses(answers), [401, 401, 401, 429], 'the address\'s units')
+  t.same(answers.map(res => res.headers.ratelimit), ['"default";r=2;t=1200', '"default";r=1;t=1200', '"default";r=0;t=1200', '"default";r=0;t=1200'])
+  t.match(answers[3]!.json(), { statusCode: 429, code: 'rate_limited' })
+  t.equal(answers[3]!.headers['retry-after'], '1200')
+
+  const user = await buildApp(t, testConfig((await createDatabase(t, { migrated: true })), limited({ count: 2, windowSeconds: 3600 })))
+  clockOf(user)
+  const someone = await userWithRoles(user, [])
+  const lacking = []
+  for (let i = 0; i < 3; i++) lacking.push(await user.inject({ url: '/api/roles', headers: bearer(someone.token) }))
+  t.same(statuses(lacking), [403, 403, 429], 'the user\'s units')
 })
 
 t.test('a batch costs a unit for each 10 rows before it is written; an import\'s and an export\'s rows are charged once answered', async t => {
@@ -103,9 +129,35 @@ t.test('a batch costs a unit for each 10 rows before it is written; an import\'s
 t.test('a batch that costs more than is left is refused before a row is written; one above the policy\'s count costs the count', async t => {
   const app = await build(t, limited({ count: 20, windowSeconds: 3600 }))
   clockOf(app)
-  const refused = await app.inject({ method: 'POST', url: '/students/batch', payload: Array.from({ length: 300 }, (_, i) => student(i)) })
-  t.match(refused, { statusCode: 429, headers: { 'retry-after': '180', ratelimit: '"default";r=19;t=180' } }, '30 units asked, 20 at most: a full bucket, one unit away')
-  t.equal((await app.knex('students').count({ n: '*' }))[0]!.n, '0', 'nothing written')
+  const rows = (from: number) => Array.from({ length: 300 }, (_, i) => student(from + i))
+  const full = await app.inject({ method: 'POST', url: '/students/batch', payload: rows(0) })
+  t.match(full, { statusCode: 200, headers: { ratelimit: '"default";r=0;t=180' } }, '30 units asked, 20 at most: a full bucket serves it')
+
+  const other = { remoteAddress: '10.0.0.3' }
+  t.equal((await app.inject({ url: '/students?limit=1', ...other })).statusCode, 200, 'a unit spent: 19 left')
+  const refused = await app.inject({ method: 'POST', url: '/students/batch', payload: rows(1_000), ...other })
+  t.match(refused, { statusCode: 429, headers: { 'retry-after': '180', ratelimit: '"default";r=18;t=180' } }, '20 asked (1, and 19 for the rows), 18 left after its own')
+  t.equal((await app.knex('students').count({ n: '*' }))[0]!.n, '300', 'nothing written')
+})
+
+t.test('a batch answered again for its Idempotency-Key costs its rows once', async t => {
+  const app = await build(t, limited({ count: 100, windowSeconds: 3600 }))
+  clockOf(app)
+  const batch = { method: 'POST' as const, url: '/students/batch', headers: { 'idempotency-key': 'once' }, payload: Array.from({ length: 95 }, (_, i) => student(i)) }
+  t.equal((await app.inject(batch)).headers.ratelimit, '"default";r=90;t=36')
+  const again = await app.inject(batch)
+  t.match(again, { statusCode: 200, headers: { 'idempotent-replayed': 'true', ratelimit: '"default";r=89;t=36' } }, 'the replay: a unit')
+  const small = await app.inject({ method: 'POST', url: '/students/batch', payload: [student(500), student(501)] })
+  t.match(small, { statusCode: 200, headers: { ratelimit: '"default";r=88;t=36' } }, 'a batch of up to 10 rows: a unit')
+})
+
+t.test('an import whose file breaks off is charged the rows it read', async t => {
+  const app = await build(t, limited({ count: 10_000, windowSeconds: 3600 }))
+  clockOf(app)
+  const file = ['name,email,age,dob', ...Array.from({ length: 250 }, (_, i) => `Student ${i},student${i}@example.com,20,2000-01-31`), '"unterminated,x@example.com,20,2000-01-31'].join('\n')
+  const res = await app.inject({ method: 'POST', url: '/students/import', headers: { 'content-type': 'text/csv' }, payload: file })
+  t.match(res.json(), { statusCode: 400 }, 'a quote never closed')
+  t.ok(await within(5_000, async () => (await app.knex('rate_buckets').first('tokens'))!.tokens === 10_000 - 1 - 2), '250 rows read: 2 units charged')
 })
 
 t.test('a daily quota: refused until the UTC day ends, kept by PostgreSQL across a restart', async t => {
@@ -193,6 +245,7 @@ t.test('GET /api/usage: the caller\'s policy and what is left; another user\'s w
   t.match((await app.inject({ url: `/api/usage?user_id=${admin.id}`, headers: bearer(user.token) })).json(), { statusCode: 403, code: 'permission_denied' })
   t.match((await app.inject({ url: '/api/usage?user_id=999999', headers: bearer(admin.token) })).json(), { statusCode: 404, code: 'not_found' })
   t.match((await app.inject({ url: '/api/usage?user_id=x', headers: bearer(admin.token) })).json(), { statusCode: 400, code: 'invalid_parameter', param: 'user_id' })
+  t.match((await app.inject({ url: '/api/usage?user_id=2147483648', headers: bearer(admin.token) })).json(), { statusCode: 400, code: 'invalid_parameter', param: 'user_id' })
 })
 
 t.test('with RATE_LIMIT and RATE_QUOTA off (the default), no fields and no limit', async t => {
@@ -217,9 +270,11 @@ t.test('a bucket PostgreSQL does not answer for in time: 503, and the next reque
   const held = await app.inject({ url: '/students' })
   t.match(held, { statusCode: 503, headers: { 'retry-after': /^\d+$/ } })
   t.match(held.json(), { code: 'unavailable' })
+  const refused = await app.inject({ url: '/api/roles', headers: { authorization: 'Bearer sk_nope' } })
+  t.match(refused.json(), { statusCode: 401 }, 'a refusal whose unit cannot be counted is answered as it is')
   await holder.rollback()
   const next = await app.inject({ url: '/students' })
-  t.equal(next.headers.ratelimit, '"default";r=8;t=6', 'the failed take spent nothing')
+  t.equal(next.headers.ratelimit, '"default";r=8;t=6', 'the failed takes spent nothing')
 })
 
 t.test('the sweep deletes buckets full again and quotas of days gone, and keeps the rest', async t => {

@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { MAX_ID } from '../../../../lib/http/limits.js'
 import { Envelope, errorResponses, TOKEN_OR_KEY, Timestamp } from '../../../../schemas/common.js'
 
 export const usageTag = { name: 'usage', description: 'Rate limits and daily quotas: what a caller may spend, and what is left' }
@@ -32,7 +33,7 @@ export const usageSchemas = {
     summary: 'What the caller may spend, and what is left',
     description: 'The caller\'s policy and what is left of its rate limit and daily quota; with `user_id`, that user\'s, for a caller holding `user-list`. A token and the API keys of a user spend one allowance, the user\'s. This request costs a unit, as any does.',
     querystring: Type.Object({
-      user_id: Type.Optional(Type.Integer({ minimum: 1, description: 'Another user, whose usage a caller holding `user-list` may read' }))
+      user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'Another user, whose usage a caller holding `user-list` may read' }))
     }, { additionalProperties: false }),
     response: { 200: Envelope(Type.Ref(Usage), { description: 'The policy and what is left of it' }), ...errorResponses(400, 401, 403, 404) }
   }

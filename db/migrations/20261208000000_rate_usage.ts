@@ -40,18 +40,22 @@ export async function up (knex: Knex): Promise<void> {
       quota_left double precision := 'infinity';
       today date := (moment at time zone 'UTC')::date;
     begin
+      -- Each row made or locked by one upsert, which returns it: a sweep between an insert and
+      -- a select could otherwise leave nothing to read. A clock behind the last take's
+      -- (another instance's) adds nothing, rather than takes.
       if capacity is not null then
-        insert into rate_buckets as b (key, tokens, taken_at) values (caller, capacity, moment) on conflict (key) do nothing;
-        -- A clock behind the last take's (another instance's) adds nothing, rather than takes.
-        select least(capacity, b.tokens + returned + greatest(0, extract(epoch from moment - b.taken_at)) * per_second)
-          into available from rate_buckets b where b.key = caller for update;
+        insert into rate_buckets as b (key, tokens, taken_at) values (caller, capacity, moment)
+          on conflict (key) do update set key = excluded.key
+          returning least(capacity, b.tokens + returned + greatest(0, extract(epoch from moment - b.taken_at)) * per_second) into available;
       end if;
       if quota is not null then
-        insert into rate_quotas as q (key, day, used) values (caller, today, 0) on conflict (key, day) do nothing;
-        select greatest(0, q.used - returned) into used from rate_quotas q where q.key = caller and q.day = today for update;
+        insert into rate_quotas as q (key, day, used) values (caller, today, 0)
+          on conflict (key, day) do update set used = q.used
+          returning greatest(0, q.used - returned) into used;
         quota_left := quota - used;
       end if;
-      granted := floor(greatest(0, least(wanted, available, quota_left)));
+      -- A millionth of a unit short is a unit: times in ms and rates in fractions round so.
+      granted := floor(greatest(0, least(wanted, available, quota_left)) + 1e-6);
       if granted < cost then granted := 0; end if;
       tokens := available - granted - charge;
       if capacity is not null then

@@ -4,8 +4,7 @@ import type pg from 'pg'
 import { FifoMap } from 'toad-cache'
 import type { ListFields, ListRequest } from '../http/list-query.js'
 import { MAX_ID, MAX_POSITION } from '../http/limits.js'
-import type { Readable } from 'node:stream'
-import { copyExport } from './export-copy.js'
+import { copyExport, type ExportStream } from './export-copy.js'
 import { jsonRows, type JsonRow } from './json-row-writer.js'
 import { applyFilters, applyKeyset, orderKeys, type CustomFilter } from './list-sql.js'
 import { prepare, type Database } from './prepared-query.js'
@@ -197,7 +196,7 @@ export function keysetTable<Row> (database: Database, options: KeysetTableOption
      * limit, as PostgreSQL's COPY writes it (lib/db/export-copy.ts), from one snapshot: CSV
      * with a header, or NDJSON; each field as the JSON answers show it. For tables not `settled`.
      */
-    async export (request: ListRequest, format: 'csv' | 'ndjson', timeoutMs: number): Promise<Readable> {
+    async export (request: ListRequest, format: 'csv' | 'ndjson', timeoutMs: number): Promise<ExportStream> {
       const fieldsShown = Object.entries(schema.properties).map(([name, property]) => ({ name, value: exportedValue(knex, columnOf(name), property) }))
       const selected = format === 'csv'
         ? fieldsShown.map(({ name, value }) => knex.raw('? as ??', [value, name]))

@@ -1,4 +1,4 @@
-import { FifoMap } from 'toad-cache'
+import { LruMap } from 'toad-cache'
 import { DAY_SECONDS, type Rate, type RatePolicy, type Standing } from './rate-policy.js'
 
 /** A take from a caller's shared bucket and day (db/migrations/20261208000000_rate_usage.ts's `rate_take`). */
@@ -62,7 +62,11 @@ export const LEASE_MS = 1_000
 const LEASE_SHARE = 8
 /** A refusal is kept this long at least: a caller refused makes 20 takes a second at most, per instance. */
 const REFUSAL_MS = 50
-/** Callers an instance keeps leases for; the oldest are forgotten (their units come back as the bucket refills). */
+/** Callers whose units one statement gives back. */
+const GIVEN_BACK = 1_000
+/** A refusal is kept this long at most: units another instance gives back reach its caller by then. */
+const LONGEST_REFUSAL_MS = 5 * LEASE_MS
+/** Callers an instance keeps leases for; the least recently seen are forgotten (their units come back as the bucket refills). */
 const CALLERS = 100_000
 
 const DAY_MS = DAY_SECONDS * 1_000
@@ -80,7 +84,7 @@ const secondsToMidnight = (ms: number) => Math.ceil((dayEnd(ms) - ms) / 1_000)
  * database's side; `now` is the clock (the tests set it).
  */
 export class RateLeases {
-  private readonly leases = new FifoMap<Lease>(CALLERS)
+  private readonly leases = new LruMap<Lease>(CALLERS)
 
   constructor (private readonly store: RateStore, public now: () => number = Date.now) {}
 
@@ -115,9 +119,25 @@ export class RateLeases {
    */
   async charge (key: string, policy: RatePolicy, units: number): Promise<void> {
     const lease = this.leases.get(key)
-    await lease?.taking
+    if (lease?.taking !== undefined) {
+      await lease.taking
+      return this.charge(key, policy, units)
+    }
+    const now = this.now()
+    const returned = this.unspent(lease, now)
     this.leases.delete(key)
-    await this.store.take({ key, at: this.now(), policy, cost: 0, wanted: 0, returned: lease?.units ?? 0, charge: units })
+    await this.store.take({ key, at: now, policy, cost: 0, wanted: 0, returned, charge: units })
+  }
+
+  /**
+   * The units of `lease` to give back now, which it holds no more: none of a lease taken on
+   * another UTC day, whose units that day's quota counted (today's would gain them).
+   */
+  private unspent (lease: Lease | undefined, now: number): number {
+    if (lease === undefined) return 0
+    const units = dayOf(lease.at) === dayOf(now) ? lease.units : 0
+    lease.units = 0
+    return units
   }
 
   /**
@@ -128,13 +148,16 @@ export class RateLeases {
   async giveBack (policy: RatePolicy, all = false): Promise<void> {
     const now = this.now()
     const units: Array<{ key: string, units: number }> = []
-    for (const key of this.leases.keys()) {
+    for (const key of [...this.leases.keys()]) {
       const lease = this.leases.get(key)!
-      if (lease.units === 0 || lease.taking !== undefined || (!all && this.serves(lease, now))) continue
-      units.push({ key, units: lease.units })
-      lease.units = 0
+      if (lease.taking !== undefined || (!all && this.serves(lease, now))) continue
+      const unspent = this.unspent(lease, now)
+      if (unspent > 0) units.push({ key, units: unspent })
+      // A caller gone quiet is forgotten, unless a refusal of theirs still holds.
+      if ((lease.refusal?.until ?? 0) <= now) this.leases.delete(key)
     }
-    if (units.length > 0) await this.store.giveBack(policy, now, units)
+    // In statements of at most GIVEN_BACK callers: each holds its rows' locks until it ends.
+    for (let start = 0; start < units.length; start += GIVEN_BACK) await this.store.giveBack(policy, now, units.slice(start, start + GIVEN_BACK))
   }
 
   /**
@@ -157,7 +180,7 @@ export class RateLeases {
   private async takeLease (key: string, policy: RatePolicy, cost: number, previous: Lease | undefined, now: number): Promise<Decision> {
     const most = Math.max(cost, Math.floor(Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity) / LEASE_SHARE))
     const wanted = Math.min(most, Math.max(cost, 2 * (previous?.spent ?? 0)))
-    const returned = previous === undefined || previous.refusal !== undefined ? 0 : previous.units
+    const returned = this.unspent(previous, now)
     const lease: Lease = { units: 0, spent: 0, at: now, tokens: 0, used: 0 }
     const taking = this.store.take({ key, at: now, policy, cost, wanted, returned, charge: 0 })
     lease.taking = taking
@@ -187,8 +210,9 @@ export class RateLeases {
       : (cost - this.units(policy.rate!, now, lease, lease.units)) * policy.rate!.windowSeconds * 1_000 / policy.rate!.count
     // Kept to the millisecond (a second's wait of Retry-After would leave a fast bucket's
     // units unspent meanwhile), and for REFUSAL_MS at least, which bounds the takes of a
-    // caller who keeps asking while refused.
-    lease.refusal = kept ?? { until: now + Math.max(REFUSAL_MS, waitMs), cost }
+    // caller who keeps asking while refused; for LONGEST_REFUSAL_MS at most (a day's quota
+    // may have units given back by other instances).
+    lease.refusal = kept ?? { until: now + Math.min(LONGEST_REFUSAL_MS, Math.max(REFUSAL_MS, waitMs)), cost }
     // Refused, fewer units than the request asked are left, whatever refilled while the
     // refusal is kept: a client reading `r` does not send it again at once.
     const spent = quotaSpent ? standing.quota! : standing.rate!
@@ -213,7 +237,8 @@ export class RateLeases {
     if (policy.rate !== null) {
       const { count, windowSeconds } = policy.rate
       const tokens = this.units(policy.rate, now, bucket, units)
-      const remaining = Math.max(0, Math.floor(tokens))
+      // A millionth of a unit short is a unit, as rate_take has it.
+      const remaining = Math.max(0, Math.floor(tokens + 1e-6))
       // Seconds until the next whole unit is in: none while the bucket is full.
       standing.rate = remaining >= count ? { remaining } : { remaining, reset: Math.ceil((Math.max(1, remaining + 1) - tokens) * windowSeconds / count) }
     }

@@ -160,9 +160,10 @@ export default fp(async (fastify) => {
       return { status: 200 as const, body: answer(outcomes) }
     }
 
+    // Its rows cost the caller's rate limit before any is written, and before its key's
+    // transaction holds a connection of the pool (a replay of its answer costs them too).
+    await this.spendUnits(reply, rowUnits(rows.length, 'batch'))
     return this.createOnce(reply, async db => {
-      // Its rows cost the caller's rate limit before any is written (a replay writes none).
-      await this.spendUnits(reply, rowUnits(rows.length, 'batch'))
       // With an Idempotency-Key, `db` is the transaction that keeps it.
       if (db.isTransaction) return answered(await inserted(true, db))
       // Without, one statement is all-or-nothing by itself: a batch with nothing to undo is one

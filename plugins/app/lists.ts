@@ -1,4 +1,3 @@
-import type { Readable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import Negotiator from 'negotiator'
@@ -7,6 +6,7 @@ import { cursorSecret } from '../../lib/http/cursor.js'
 import { listRequest, type ListFields, type ListQuery, type ListRequest } from '../../lib/http/list-query.js'
 import { sendPage } from '../../lib/http/paging.js'
 import { rowUnits } from '../../lib/limits/costs.js'
+import type { ExportStream } from '../../lib/db/export-copy.js'
 
 export interface Lists {
   /**
@@ -23,7 +23,7 @@ export interface Lists {
    * Streams an export as it is read (`open`: a list's `export`, given EXPORT_TIMEOUT), as `name.csv` or `name.ndjson`,
    * in one of the instance's bulk slots (BULK_CONCURRENCY; none free, 503).
    */
-  sendExport (request: FastifyRequest, reply: FastifyReply, open: (timeoutMs: number) => Promise<Readable>, format: ExportFormat, name: string): Promise<FastifyReply>
+  sendExport (request: FastifyRequest, reply: FastifyReply, open: (timeoutMs: number) => Promise<ExportStream>, format: ExportFormat, name: string): Promise<FastifyReply>
 }
 
 /** The forms a list exports in, besides its JSON pages. */
@@ -54,7 +54,7 @@ export default fp(async (fastify) => {
     async sendExport (request, reply, open, format, name) {
       // One of the instance's bulk slots, until the COPY ends: the rows all sent, or the client gone.
       const release = request.holdBulkSlot()
-      let rows: Readable
+      let rows: ExportStream
       try {
         rows = await open(fastify.config.exportTimeoutMs)
       } catch (error) {
@@ -63,7 +63,7 @@ export default fp(async (fastify) => {
       }
       rows.once('close', release)
       // Read to its end, its rows cost the caller's rate limit (COPY counts them).
-      rows.once('end', () => request.chargeUnits(rowUnits((rows as Readable & { rowCount: number }).rowCount, 'export')))
+      void rows.rowsCopied.then(copied => request.chargeUnits(rowUnits(copied, 'export')))
       return reply
         .type(format === 'csv' ? 'text/csv; charset=utf-8; header=present' : 'application/x-ndjson; charset=utf-8')
         .header('content-disposition', `attachment; filename="${name}.${format}"`)

@@ -18,10 +18,8 @@ declare module 'fastify' {
      * be (a batch's rows): 429 if they are not there. Nothing with no policy.
      */
     spendUnits (reply: FastifyReply, units: number): Promise<void>
-    /** Charges `units` more once the request is answered, whatever is left (an import's or an export's rows). */
+    /** Charges `units` more now, whatever is left (an import's or an export's rows, counted as they went). */
     chargeUnits (units: number): void
-    /** Units charged once the request is answered. */
-    unitsToCharge: number
     /** Units the request has asked of its caller's allowance so far. */
     unitsSpent: number
   }
@@ -102,13 +100,14 @@ export default fp(async (fastify) => {
     }
   } satisfies RateLimits)
   sweepHourly(fastify, 'the rate limits\' buckets and quotas', store.sweep)
-  fastify.decorateRequest('unitsToCharge', 0)
   fastify.decorateRequest('unitsSpent', 0)
   fastify.decorateRequest('spendUnits', async function (this: FastifyRequest, reply: FastifyReply, units: number) {
     if (limited) await spend(this, reply, units)
   })
   fastify.decorateRequest('chargeUnits', function (this: FastifyRequest, units: number) {
-    this.unitsToCharge += units
+    if (!limited || units <= 0) return
+    leases.charge(callerOf(this), policy, units)
+      .catch((error: unknown) => this.log.warn({ err: error }, 'could not charge a request\'s rows to its caller\'s rate limit'))
   })
   if (!limited) return
 
@@ -129,10 +128,5 @@ export default fp(async (fastify) => {
   fastify.addHook('preParsing', async (request, reply, payload) => {
     if (request.routeOptions.config.rateLimited !== false) await spend(request, reply, costOf(request.query))
     return payload
-  })
-  fastify.addHook('onResponse', async (request) => {
-    if (request.unitsToCharge <= 0) return
-    leases.charge(callerOf(request), policy, request.unitsToCharge)
-      .catch((error: unknown) => request.log.warn({ err: error }, 'could not charge a request\'s rows to its caller\'s rate limit'))
   })
 }, { name: 'rate-limits', dependencies: ['config', 'knex', 'metrics'] })

@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { build, buildApp, createDatabase, testConfig, within, type ConfigChange } from '../../helper.js'
+import { build, buildApp, createDatabase, lockWaiters, testConfig, within, type ConfigChange } from '../../helper.js'
 import { student } from '../../routes/students/fixtures.js'
 import { bearer, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
 
@@ -140,15 +140,15 @@ t.test('a batch that costs more than is left is refused before a row is written;
   t.equal((await app.knex('students').count({ n: '*' }))[0]!.n, '300', 'nothing written')
 })
 
-t.test('a batch answered again for its Idempotency-Key costs its rows once', async t => {
+t.test('a batch with an Idempotency-Key costs its rows before its key is looked up, a replay too', async t => {
   const app = await build(t, limited({ count: 100, windowSeconds: 3600 }))
   clockOf(app)
   const batch = { method: 'POST' as const, url: '/students/batch', headers: { 'idempotency-key': 'once' }, payload: Array.from({ length: 95 }, (_, i) => student(i)) }
   t.equal((await app.inject(batch)).headers.ratelimit, '"default";r=90;t=36')
   const again = await app.inject(batch)
-  t.match(again, { statusCode: 200, headers: { 'idempotent-replayed': 'true', ratelimit: '"default";r=89;t=36' } }, 'the replay: a unit')
+  t.match(again, { statusCode: 200, headers: { 'idempotent-replayed': 'true', ratelimit: '"default";r=80;t=36' } }, 'the replay: 10 units')
   const small = await app.inject({ method: 'POST', url: '/students/batch', payload: [student(500), student(501)] })
-  t.match(small, { statusCode: 200, headers: { ratelimit: '"default";r=88;t=36' } }, 'a batch of up to 10 rows: a unit')
+  t.match(small, { statusCode: 200, headers: { ratelimit: '"default";r=79;t=36' } }, 'a batch of up to 10 rows: a unit')
 })
 
 t.test('an import whose file breaks off is charged the rows it read', async t => {
@@ -202,6 +202,44 @@ t.test('units an instance took ahead and did not spend go back: a second later, 
   for (let i = 0; i < 2; i++) await closing.inject({ url: '/students', remoteAddress: '10.0.0.5' })
   await closing.close()
   t.equal((await app.knex('rate_quotas').where({ key: 'ip:10.0.0.5' }).first('used'))!.used, '2', 'a closing instance gives back what it holds')
+})
+
+t.test('units taken before midnight are not given back to the next day\'s quota', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const [late, early] = [await buildApp(t, testConfig(db, limited(null, 100))), await buildApp(t, testConfig(db, limited(null, 100)))]
+  const clock = clockOf(late, early)
+  clock.ms = Date.UTC(2026, 10, 28, 23, 59, 59, 500)
+  for (let i = 0; i < 2; i++) await late.inject({ url: '/students' })
+  clock.ms = Date.UTC(2026, 10, 29, 0, 0, 0, 200)
+  await early.inject({ url: '/students' })
+  clock.ms = Date.UTC(2026, 10, 29, 0, 0, 0, 500)
+  await late.inject({ url: '/students' })
+  t.same(await late.knex('rate_quotas').orderBy('day').pluck('used'), ['3', '3'],
+    'the first day kept its 3 (2 spent, 1 taken ahead); the second counts the other\'s request and 2 taken now, less nothing')
+})
+
+t.test('a quota refused on one instance is served again there once another gives units back, within seconds', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const [holder, refuser] = [await buildApp(t, testConfig(db, limited(null, 16))), await buildApp(t, testConfig(db, limited(null, 16)))]
+  const clock = clockOf(holder, refuser)
+  for (let i = 0; i < 2; i++) await holder.inject({ url: '/students' })
+  await refuser.rateLimits.leases.charge('ip:127.0.0.1', refuser.rateLimits.policy, 13)
+  t.equal((await refuser.inject({ url: '/students' })).statusCode, 429, 'the day\'s 16 taken: 2 requests, 1 unit held ahead by the other instance, 13 charged')
+  clock.tick(2)
+  await holder.rateLimits.leases.giveBack(holder.rateLimits.policy)
+  await refuser.rateLimits.leases.giveBack(refuser.rateLimits.policy)
+  t.equal((await refuser.inject({ url: '/students' })).statusCode, 429, 'the refusal still holds')
+  clock.tick(4)
+  await refuser.rateLimits.leases.giveBack(refuser.rateLimits.policy)
+  t.equal((await refuser.inject({ url: '/students' })).statusCode, 200, 'the unit given back, not kept from the caller until midnight')
+})
+
+t.test('a unit refilled to a millionth is a unit (100/9s: one every 90 ms)', async t => {
+  const app = await build(t, limited({ count: 100, windowSeconds: 9 }))
+  const clock = clockOf(app)
+  await app.rateLimits.leases.charge('ip:127.0.0.1', app.rateLimits.policy, 100)
+  clock.ms += 90
+  t.equal((await app.inject({ url: '/students' })).statusCode, 200, '90 ms refill 0.9999999999999999 of a unit in floating point')
 })
 
 t.test('two instances on one database hold one bucket: a caller gets the policy\'s count and no more, in turns or all at once', async t => {
@@ -275,6 +313,22 @@ t.test('a bucket PostgreSQL does not answer for in time: 503, and the next reque
   await holder.rollback()
   const next = await app.inject({ url: '/students' })
   t.equal(next.headers.ratelimit, '"default";r=8;t=6', 'the failed takes spent nothing')
+})
+
+t.test('a charge made while the instance takes for the same caller waits for the take, and counts once', async t => {
+  const app = await build(t, limited({ count: 10, windowSeconds: 3600 }))
+  const clock = clockOf(app)
+  t.equal((await app.inject({ url: '/students' })).statusCode, 200)
+  clock.tick(3600)
+  const holder = await app.knex.transaction()
+  await holder.raw("select * from rate_buckets where key = 'ip:127.0.0.1' for update")
+  const asking = app.inject({ url: '/students' })
+  t.ok(await lockWaiters(app, 1), 'the take waits on the bucket')
+  const charging = app.rateLimits.leases.charge('ip:127.0.0.1', app.rateLimits.policy, 3)
+  await holder.rollback()
+  t.equal((await asking).statusCode, 200)
+  await charging
+  t.equal((await app.knex('rate_buckets').first('tokens'))!.tokens, 10 - 1 - 3, 'full again, less the request and the charge')
 })
 
 t.test('the sweep deletes buckets full again and quotas of days gone, and keeps the rest', async t => {

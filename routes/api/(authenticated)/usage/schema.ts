@@ -22,7 +22,7 @@ export const Usage = Type.Object({
     remaining: Type.Integer({ minimum: 0, description: 'Units left this UTC day' }),
     resets_at: { ...Timestamp, description: 'The end of the UTC day, when the quota is whole again' }
   }, { additionalProperties: false }), Type.Null()], { description: 'Null without a daily quota' })
-}, { $id: 'Usage', additionalProperties: false, description: 'Units an instance has taken ahead for the caller\'s next requests count as spent until they are used, or given back within a second' })
+}, { $id: 'Usage', additionalProperties: false, description: 'Units an instance has taken ahead for the caller\'s next requests count as spent until they are used, or given back (within about 6 s of the caller\'s last request there)' })
 export type Usage = Static<typeof Usage>
 
 export const usageSchemas = {

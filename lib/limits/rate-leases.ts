@@ -37,7 +37,7 @@ export type Decision =
 /**
  * Units an instance took from a caller's shared bucket and day, for the caller's next requests
  * there: one round trip serves many requests. Those it has not spent within LEASE_MS are given
- * back at its next take.
+ * back, at its next take for the caller or by `giveBack`.
  */
 interface Lease {
   units: number
@@ -58,7 +58,7 @@ interface Lease {
 
 /** How long units taken for a caller serve at most: the bound of what instances' views differ by. */
 export const LEASE_MS = 1_000
-/** A lease takes at most this share of the policy's count: others instances find the rest. */
+/** A lease takes at most this share of the policy's count: other instances find the rest. */
 const LEASE_SHARE = 8
 /** A refusal is kept this long at least: a caller refused makes 20 takes a second at most, per instance. */
 const REFUSAL_MS = 50
@@ -80,8 +80,8 @@ const secondsToMidnight = (ms: number) => Math.ceil((dayEnd(ms) - ms) / 1_000)
  * Rate limits and quotas held across instances: every unit spent was taken, under a row lock,
  * from the caller's bucket and day in PostgreSQL, so that no instance spends what another did;
  * an instance takes a few units ahead for a caller who keeps asking (a lease), sized after
- * what the caller spent of the last, at most an eighth of the policy. `take` and `read` are the
- * database's side; `now` is the clock (the tests set it).
+ * what the caller spent of the last, at most an eighth of the policy. `store` is the
+ * database's side (lib/limits/rate-store.ts); `now` is the clock (the tests set it).
  */
 export class RateLeases {
   private readonly leases = new LruMap<Lease>(CALLERS)

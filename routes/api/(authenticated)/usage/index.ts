@@ -11,7 +11,7 @@ const usage: FastifyPluginAsyncTypebox = async (fastify) => {
     const userId = request.query.user_id ?? request.user.id
     if (userId !== request.user.id) {
       await fastify.can('user-list')(request)
-      const user = await fastify.knex('users').where({ id: userId }).first('id')
+      const user = await fastify.knex('users').where({ id: userId }).whereNull('deleted_at').first('id')
       if (user === undefined) throw fastify.httpErrors.notFound(`User ${userId} not found`)
     }
     const standing = await fastify.rateLimits.usage(`user:${userId}`)

@@ -4,14 +4,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Test } from 'tap'
 
 interface Document {
-  components: object
-  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }> }> }>>
+  components: { headers?: Record<string, { required?: boolean }> }
+  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }>, headers?: Record<string, { $ref?: string, required?: boolean }> }> }>>
 }
 
 /**
  * An onSend hook that holds every response the tests see to the OpenAPI document the app
- * serves: the route, method and status must be documented, and the body must match the
- * documented schema. Anything else fails the test.
+ * serves: the route, method and status must be documented, the headers it says are always
+ * there must be, and the body must match the documented schema. Anything else fails the test.
  */
 export function conformToOpenApi (t: Test, app: FastifyInstance) {
   const ajv = new Ajv({ strict: false, allErrors: true })
@@ -31,6 +31,11 @@ export function conformToOpenApi (t: Test, app: FastifyInstance) {
     if (!response) {
       t.fail(`${label} is not in the OpenAPI document`)
       return payload
+    }
+    // The headers the document says every such answer carries (X-Request-Id, Retry-After).
+    for (const [name, header] of Object.entries(response.headers ?? {})) {
+      const { required } = header.$ref === undefined ? header : document.components.headers?.[header.$ref.slice('#/components/headers/'.length)] ?? {}
+      if (required === true && reply.getHeader(name) === undefined) t.fail(`${label} lacks ${name}, which the document says it carries`)
     }
     // A documented body of another type (an event stream) is held to its form by its own tests.
     const type = String(reply.getHeader('content-type') ?? '').split(';')[0]!

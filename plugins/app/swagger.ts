@@ -86,14 +86,24 @@ const RATE_LIMIT_FIELDS = {
   }
 }
 
-/** Every answer of an operation that spends a rate limit (it may answer 429) may carry its fields (plugins/app/rate-limits.ts). */
+const RETRY_AFTER = {
+  description: 'Seconds to wait before sending the request again: until the caller\'s rate limit has the units it asks, the day ends for its quota, or the service or its database may answer again',
+  required: true,
+  schema: { type: 'integer', minimum: 1, example: 3 }
+}
+
+/**
+ * Every answer of an operation that spends a rate limit (it may answer 429) may carry its
+ * fields (plugins/app/rate-limits.ts); a 429 and a 503 carry `Retry-After`.
+ */
 function withRateLimitFields<T extends OpenApiDocument> (document: T): T {
-  document.components = { ...document.components, headers: { ...document.components?.headers, ...RATE_LIMIT_FIELDS } }
+  document.components = { ...document.components, headers: { ...document.components?.headers, ...RATE_LIMIT_FIELDS, 'Retry-After': RETRY_AFTER } }
+  const fields = Object.fromEntries(Object.keys(RATE_LIMIT_FIELDS).map(name => [name, { $ref: `#/components/headers/${name}` }]))
   for (const operations of Object.values(document.paths)) {
     for (const operation of Object.values(operations)) {
-      if (!('429' in operation.responses)) continue
-      for (const response of Object.values(operation.responses)) {
-        response.headers = { ...response.headers, ...Object.fromEntries(Object.keys(RATE_LIMIT_FIELDS).map(name => [name, { $ref: `#/components/headers/${name}` }])) }
+      for (const [status, response] of Object.entries(operation.responses)) {
+        if (status === '429' || status === '503') response.headers = { ...response.headers, 'Retry-After': { $ref: '#/components/headers/Retry-After' } }
+        if ('429' in operation.responses) response.headers = { ...response.headers, ...fields }
       }
     }
   }

@@ -12,7 +12,7 @@ import type { Knex } from 'knex'
  * - `rate_take(…)`: one call, one round trip, takes from both under their row locks. It grants
  *   `wanted` units at most, and `cost` at least or nothing; gives back first what the caller's
  *   instance had taken and not used (`returned`), and charges `charge` units whatever is left
- *   (costs known only once a request has run). The time is the service's (`moment`), so that the
+ *   (costs known only once a request has run; negative, units given back). The time is the service's (`moment`), so that the
  *   tests control the clock.
  */
 export async function up (knex: Knex): Promise<void> {
@@ -62,7 +62,7 @@ export async function up (knex: Knex): Promise<void> {
         update rate_buckets b set tokens = rate_take.tokens, taken_at = greatest(b.taken_at, moment) where b.key = caller;
       end if;
       if quota is not null then
-        used := used + granted + charge;
+        used := greatest(0, used + granted + charge);
         update rate_quotas q set used = rate_take.used where q.key = caller and q.day = today;
       end if;
     end $$;

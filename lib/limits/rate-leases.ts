@@ -112,10 +112,18 @@ export class RateLeases {
     return this.takeLease(key, policy, cost, lease, now)
   }
 
+  /** The refusal this instance keeps for `key` now, if any: told without asking the database. */
+  refusing (key: string, policy: RatePolicy): Decision | undefined {
+    const lease = this.leases.get(key)
+    const now = this.now()
+    if (lease?.refusal === undefined || now >= lease.refusal.until) return undefined
+    return this.refused(lease, policy, lease.refusal.cost, now, lease.refusal)
+  }
+
   /**
    * Charges `units` to `key` whatever is left: a cost known once its request has run (the rows
-   * of an import or an export). This instance's units go back with it, and its next request
-   * takes anew.
+   * of an import or an export), or, negative, units given back (a request answered 503). This
+   * instance's units go back with it, and its next request takes anew.
    */
   async charge (key: string, policy: RatePolicy, units: number): Promise<void> {
     const lease = this.leases.get(key)

@@ -139,6 +139,7 @@ export default fp(async (fastify) => {
     const cacheKey = `key:${apiKeyHash(secret)}`
     let caller = cache.get(cacheKey)
     if (caller === undefined) {
+      fastify.rateLimits.holdRefused(request, reply)
       const version = cache.version
       const key = await queries.keyCaller(secret)
       if (key === undefined) throw unauthorized(reply, 'The API key is invalid, revoked or expired')
@@ -193,4 +194,4 @@ export default fp(async (fastify) => {
       throw fastify.httpErrors.forbidden(`This action needs the ${permission} permission`)
     }
   })
-}, { name: 'auth', dependencies: ['config', 'knex', 'sensible', 'caller-cache'] })
+}, { name: 'auth', dependencies: ['config', 'knex', 'sensible', 'caller-cache', 'rate-limits'] })

@@ -1,7 +1,8 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { CodedError } from '../../lib/http/error-codes.js'
-import { LEASE_MS, RateLeases } from '../../lib/limits/rate-leases.js'
+import { LEASE_MS, RateLeases, type Decision } from '../../lib/limits/rate-leases.js'
+import { addressKey } from '../../lib/limits/address-key.js'
 import { rateStore } from '../../lib/limits/rate-store.js'
 import { limitField, policyField, type RatePolicy, type Standing } from '../../lib/limits/rate-policy.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
@@ -45,6 +46,11 @@ export interface RateLimits {
    * 403): spends its unit, and tells the 429's message if it is refused that too.
    */
   spendRefused (request: FastifyRequest, reply: FastifyReply): Promise<string | undefined>
+  /**
+   * 429 if this instance already refuses the caller: before the token check asks the database
+   * about an API key it does not know, so that a flood of made-up keys costs it nothing.
+   */
+  holdRefused (request: FastifyRequest, reply: FastifyReply): void
 }
 
 /**
@@ -63,14 +69,10 @@ export default fp(async (fastify) => {
   const most = Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity)
   const store = rateStore(fastify.knex)
   const leases = new RateLeases(store)
-  const callerOf = (request: FastifyRequest) => request.user === null ? `ip:${request.ip}` : `user:${request.user.id}`
+  const callerOf = (request: FastifyRequest) => request.user === null ? `ip:${addressKey(request.ip)}` : `user:${request.user.id}`
 
-  /** Spends `cost` more of the caller's units, with the fields on the answer; 429 if they are not there. */
-  const spend = async (request: FastifyRequest, reply: FastifyReply, cost: number) => {
-    const units = Math.min(cost, most - request.unitsSpent)
-    if (units <= 0) return
-    request.unitsSpent += units
-    const decision = await leases.spend(callerOf(request), policy, units)
+  /** The fields of `decision` on the answer; past the limit, 429. */
+  const answer = (reply: FastifyReply, decision: Decision) => {
     reply.header('ratelimit-policy', policyText).header('ratelimit', limitField(policy, decision.standing))
     if (decision.allowed) return
     fastify.metrics.requestsLimited.inc({ policy: policy.name })
@@ -80,12 +82,34 @@ export default fp(async (fastify) => {
       : `The rate limit of ${policy.rate!.count} units per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
   }
 
+  /** Spends `cost` more of the caller's units, with the fields on the answer; 429 if they are not there. */
+  const spend = async (request: FastifyRequest, reply: FastifyReply, cost: number) => {
+    const units = Math.min(cost, most - request.unitsSpent)
+    if (units <= 0) return
+    const decision = await leases.spend(callerOf(request), policy, units)
+    if (decision.allowed) request.unitsSpent += units
+    answer(reply, decision)
+  }
+
+  /** Charges `cost` more of the caller's units (the request's total is the count at most); negative, gives them back. */
+  const charge = (request: FastifyRequest, cost: number) => {
+    const units = Math.min(cost, most - request.unitsSpent)
+    if (units === 0) return
+    request.unitsSpent += units
+    leases.charge(callerOf(request), policy, units)
+      .catch((error: unknown) => request.log.warn({ err: error }, 'could not charge a request\'s units to its caller\'s rate limit'))
+  }
+
   fastify.decorate('rateLimits', {
     policy,
     leases,
     callerOf,
     usage: async caller => leases.usage(caller, policy),
     sweep: store.sweep,
+    holdRefused (request, reply) {
+      const refusal = limited ? leases.refusing(callerOf(request), policy) : undefined
+      if (refusal !== undefined) answer(reply, refusal)
+    },
     async spendRefused (request, reply) {
       if (!limited || request.unitsSpent > 0 || request.routeOptions.config?.rateLimited === false) return undefined
       try {
@@ -105,9 +129,7 @@ export default fp(async (fastify) => {
     if (limited) await spend(this, reply, units)
   })
   fastify.decorateRequest('chargeUnits', function (this: FastifyRequest, units: number) {
-    if (!limited || units <= 0) return
-    leases.charge(callerOf(this), policy, units)
-      .catch((error: unknown) => this.log.warn({ err: error }, 'could not charge a request\'s rows to its caller\'s rate limit'))
+    if (limited && units > 0) charge(this, units)
   })
   if (!limited) return
 
@@ -128,5 +150,12 @@ export default fp(async (fastify) => {
   fastify.addHook('preParsing', async (request, reply, payload) => {
     if (request.routeOptions.config.rateLimited !== false) await spend(request, reply, costOf(request.query))
     return payload
+  })
+  // A 503 (the service busy, the database out of reach) changed nothing and may be sent again:
+  // it costs nothing, and says nothing of the limits.
+  fastify.addHook('onSend', async (request, reply) => {
+    if (reply.statusCode !== 503) return
+    reply.removeHeader('ratelimit-policy').removeHeader('ratelimit')
+    if (request.unitsSpent > 0) charge(request, -request.unitsSpent)
   })
 }, { name: 'rate-limits', dependencies: ['config', 'knex', 'metrics'] })

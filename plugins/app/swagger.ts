@@ -75,7 +75,7 @@ function withHeader<T extends OpenApiDocument> (document: T, name: string, compo
 
 const RATE_LIMIT_FIELDS = {
   'RateLimit-Policy': {
-    description: 'With RATE_LIMIT or RATE_QUOTA set, the caller\'s policy, as draft-ietf-httpapi-ratelimit-headers-10 has it: the rate (`"default";q=600;w=60`: 600 units, a bucket refilled evenly over 60 s) and the daily quota (`"default-daily";q=10000;w=86400`). A request costs 1 unit; a page above 100 rows 1 more for each 100 (`limit=1000`: 10); `count=exact` 4 more; a batch 1 for each 10 rows; an import 1 for each 100 rows and an export 1 for each 1,000, charged once answered (the README\'s "Rate limits and quotas" has the table). A cost above the rate\'s count is the count.',
+    description: 'With RATE_LIMIT or RATE_QUOTA set, the caller\'s policy, as draft-ietf-httpapi-ratelimit-headers-10 has it: the rate (`"default";q=600;w=60`: 600 units, a bucket refilled evenly over 60 s) and the daily quota (`"default-daily";q=10000;w=86400`). A request costs 1 unit; a page above 100 rows 1 more for each 100 (`limit=1000`: 10); `count=exact` 4 more; a batch 1 for each 10 rows; an import 1 for each 100 rows, charged as they are read, and an export 1 for each 1,000, charged once sent (the README\'s "Rate limits and quotas" has the table). A request\'s cost above the rate\'s count is the count. A 503 costs nothing and carries neither field.',
     required: false,
     schema: { type: 'string', example: '"default";q=600;w=60, "default-daily";q=10000;w=86400' }
   },
@@ -103,7 +103,8 @@ function withRateLimitFields<T extends OpenApiDocument> (document: T): T {
     for (const operation of Object.values(operations)) {
       for (const [status, response] of Object.entries(operation.responses)) {
         if (status === '429' || status === '503') response.headers = { ...response.headers, 'Retry-After': { $ref: '#/components/headers/Retry-After' } }
-        if ('429' in operation.responses) response.headers = { ...response.headers, ...fields }
+        // A 503 spends nothing and carries no fields (plugins/app/rate-limits.ts).
+        if ('429' in operation.responses && status !== '503') response.headers = { ...response.headers, ...fields }
       }
     }
   }

@@ -1,6 +1,7 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { emailKey } from '../../lib/auth/email.js'
+import { addressKey } from '../../lib/limits/address-key.js'
 import { prepare } from '../../lib/db/prepared-query.js'
 import { countAttempt, type Attempt, type AttemptCount } from '../../lib/auth/attempt-counts.js'
 
@@ -43,7 +44,7 @@ export default fp(async (fastify) => {
     (seconds, ipKey, emailCounter) => countAttempt(fastify.knex, seconds, ipKey, emailCounter))
 
   fastify.decorate('attempt', (scope: string, request: FastifyRequest, email: string | undefined, perIp = fastify.config.auth.rateLimit.perIp): Attempt => {
-    const ipKey = `${scope}:ip:${request.ip}`
+    const ipKey = `${scope}:ip:${addressKey(request.ip)}`
     // Counted under the form that also decides which user the address names.
     const emailCounter = email === undefined ? null : `${scope}:email:${emailKey(email)}`
     return {

@@ -122,6 +122,15 @@ t.test('a batch costs a unit for each 10 rows before it is written; an import\'s
   const exported = await app.inject({ url: '/students', headers: { accept: 'text/csv' } })
   t.equal(exported.body.trim().split('\n').length, 2_596, 'a header line and 2,595 rows')
   t.ok(await within(5_000, async () => await tokens() === 9_965 - 1 - 2), '2,595 rows written: 3 units, 2 charged once answered')
+
+  const small = await buildApp(t, testConfig({ ...app.config.db!, database: (await app.knex.raw('select current_database() as name')).rows[0].name }, limited({ count: 2, windowSeconds: 3600 })))
+  clockOf(small)
+  t.equal((await small.inject({ url: '/students', headers: { accept: 'text/csv' }, remoteAddress: '10.0.0.8' })).statusCode, 200)
+  t.ok(await within(5_000, async () => (await small.knex('rate_buckets').where({ key: 'ip:10.0.0.8' }).first('tokens'))?.tokens === 0),
+    'with a count of 2, the export and its 2 units of rows cost 2 at most')
+  t.equal((await small.inject({ url: '/students?count=exact', headers: { accept: 'text/csv' }, remoteAddress: '10.0.0.9' })).statusCode, 200)
+  await new Promise(resolve => setTimeout(resolve, 200))
+  t.equal((await small.knex('rate_buckets').where({ key: 'ip:10.0.0.9' }).first('tokens'))!.tokens, 0, 'an export whose own cost is the count: its rows charge nothing more')
   await app.rateLimits.leases.charge('ip:10.0.0.7', app.rateLimits.policy, 5)
   t.equal((await app.knex('rate_buckets').where({ key: 'ip:10.0.0.7' }).first('tokens'))!.tokens, 9_995, 'a charge to a caller this instance holds no units for')
 })
@@ -329,6 +338,48 @@ t.test('a charge made while the instance takes for the same caller waits for the
   t.equal((await asking).statusCode, 200)
   await charging
   t.equal((await app.knex('rate_buckets').first('tokens'))!.tokens, 10 - 1 - 3, 'full again, less the request and the charge')
+})
+
+t.test('behind TRUST_PROXY, a forwarded address is limited by its key: spellings of one IPv6 /64 share a bucket, a value that is no address too', async t => {
+  const app = await build(t, { ...limited({ count: 2, windowSeconds: 3600 }), trustProxy: ['127.0.0.1'] })
+  clockOf(app)
+  const from = async (forwarded: string) => (await app.inject({ url: '/students', headers: { 'x-forwarded-for': forwarded } })).statusCode
+  t.same([await from('2001:db8::1'), await from('2001:DB8:0::2'), await from('2001:db8::3')], [200, 200, 429], 'one /64')
+  t.same([await from('x'.repeat(7_000)), await from('hello world'), await from('not an address')], [200, 200, 429], 'no 500 for a long value; no bucket per string')
+  t.equal(await from('10.0.0.1'), 200)
+})
+
+t.test('a 503 costs nothing and carries no fields', async t => {
+  const app = await build(t, config => {
+    config.rateLimits = { rate: { count: 10, windowSeconds: 3600 }, quota: null }
+    config.timeouts.dbStatement = 300
+  })
+  clockOf(app)
+  const made = await app.inject({ method: 'POST', url: '/students', payload: student(1) })
+  t.equal(made.headers.ratelimit, '"default";r=9;t=360')
+  const holder = await app.knex.transaction()
+  await holder('students').where({ id: made.json<{ id: number }>().id }).forUpdate().select('id')
+  const busy = await app.inject({ method: 'PATCH', url: `/students/${made.json<{ id: number }>().id}`, payload: { age: 30 } })
+  await holder.rollback()
+  t.equal(busy.statusCode, 503)
+  t.same([busy.headers.ratelimit, busy.headers['ratelimit-policy']], [undefined, undefined])
+  t.ok(await within(5_000, async () => (await app.knex('rate_buckets').first('tokens'))!.tokens === 9), 'its unit given back')
+})
+
+t.test('an address refused gets 429 before an unknown API key is looked up', async t => {
+  const app = await build(t, config => {
+    config.rateLimits = { rate: { count: 2, windowSeconds: 3600 }, quota: null }
+    config.timeouts.dbStatement = 300
+  })
+  clockOf(app)
+  const made = async () => (await app.inject({ url: '/api/clients', headers: { authorization: `Bearer sk_${'x'.repeat(43)}` } })).statusCode
+  t.same([await made(), await made(), await made()], [401, 401, 429])
+  // The keys' table locked: a look-up would wait past DB_STATEMENT_TIMEOUT, 503.
+  const holder = await app.knex.transaction()
+  await holder.raw('lock table api_keys in access exclusive mode')
+  const refused = await app.inject({ url: '/api/clients', headers: { authorization: `Bearer sk_${'y'.repeat(43)}` } })
+  await holder.rollback()
+  t.match(refused, { statusCode: 429, headers: { 'retry-after': '1800', ratelimit: '"default";r=0;t=1800' } })
 })
 
 t.test('the sweep deletes buckets full again and quotas of days gone, and keeps the rest', async t => {

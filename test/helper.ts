@@ -1,4 +1,5 @@
-import Fastify, { type FastifyInstance, type RouteOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type LightMyRequestResponse, type RouteOptions } from 'fastify'
+import type { Knex } from 'knex'
 import type { Test } from 'tap'
 import { randomBytes } from 'node:crypto'
 import { chmod, mkdtemp, rm } from 'node:fs/promises'
@@ -165,4 +166,40 @@ export async function lockWaiters (app: FastifyInstance, n: number, ms = 10_000)
     const { rows } = await app.knex.raw("select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'")
     return rows[0].n >= n
   })
+}
+
+/** The steps of a circle of waits that `closeCircleLast` plays out. */
+export interface Circle {
+  /** The other writer's first step, in its transaction: it takes what the write under test needs last. */
+  other (trx: Knex.Transaction): Promise<unknown>
+  /** A third transaction's step: it takes what the write under test needs first. */
+  hold (trx: Knex.Transaction): Promise<unknown>
+  /** The write under test. */
+  write (): Promise<LightMyRequestResponse>
+  /** The other writer's second step: it waits on what the write under test has taken. */
+  close (trx: Knex.Transaction): Promise<unknown>
+}
+
+/**
+ * Makes the write under test close a circle of waits last, so that PostgreSQL fails it and not
+ * the other writer, however slow the machine: PostgreSQL looks for a circle once, at
+ * deadlock_timeout after a writer starts to wait, and fails the one that looks. The other
+ * writer's look is put off; the write under test waits first on the third transaction, which
+ * lets go only once the other waits on the write. Needs a superuser (deadlock_timeout).
+ */
+export async function closeCircleLast (t: Test, app: FastifyInstance, circle: Circle): Promise<LightMyRequestResponse> {
+  const other = await app.knex.transaction()
+  await other.raw("set local deadlock_timeout = '10min'")
+  await circle.other(other)
+  const third = await app.knex.transaction()
+  await circle.hold(third)
+  const writing = circle.write()
+  t.ok(await lockWaiters(app, 1), 'the write under test waits on the third transaction')
+  // Sent now: a query of knex's runs when it is awaited.
+  const closing = circle.close(other).then(() => {})
+  t.ok(await lockWaiters(app, 2), 'the other writer waits on the write under test')
+  await third.rollback()
+  await closing
+  await other.commit()
+  return writing
 }

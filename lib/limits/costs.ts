@@ -9,7 +9,7 @@ const PAGE_ROWS = 100
 const EXACT_COUNT = 4
 
 /** Rows a unit, beyond the request's own: a batch's (as sent), an import's (as read), an export's (as written). */
-export const ROWS_A_UNIT = { batch: 10, import: 100, export: 1_000 } as const
+const ROWS_A_UNIT = { batch: 10, import: 100, export: 1_000 } as const
 
 /** A request's cost, known from its query before its body is read: 1, more for a large page or an exact count. */
 export function costOf (query: unknown): number {

@@ -37,7 +37,7 @@ export function parseQuota (text: string): number | null | string {
 }
 
 /** The name of a policy's daily quota in the RateLimit fields. */
-export const quotaName = (policy: RatePolicy) => `${policy.name}-daily`
+const quotaName = (policy: RatePolicy) => `${policy.name}-daily`
 
 /**
  * The `RateLimit-Policy` field of a policy, in the structured-field form of

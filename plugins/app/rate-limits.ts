@@ -54,7 +54,7 @@ export interface RateLimits {
 }
 
 /**
- * Rate limits and daily quotas per caller (README, "Rate limits"): each request spends units
+ * Rate limits and daily quotas per caller (README, "Rate limits and quotas"): each request spends units
  * of its caller's policy before its body is read, with its `RateLimit-Policy` and `RateLimit`
  * fields on the answer, or is refused 429 `rate_limited` with `Retry-After`. Held in
  * PostgreSQL across instances (lib/limits/rate-leases.ts). With RATE_LIMIT and RATE_QUOTA off,

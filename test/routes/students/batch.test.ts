@@ -1,6 +1,6 @@
 import net from 'node:net'
 import t from 'tap'
-import { build, lockWaiters } from '../../helper.js'
+import { build, closeCircleLast } from '../../helper.js'
 import { bearer, userWithRoles } from '../api/accounts.js'
 import { ada, student } from './fixtures.js'
 
@@ -75,27 +75,16 @@ t.test('an atomic batch whose one refusal is an address a student holds writes n
 t.test('a batch met in a circle by a writer holding an address it takes (an update import) is run again, not answered 503', async t => {
   const app = await build(t)
   t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
-  // The other writer has updated Ada. PostgreSQL looks for a circle once, deadlock_timeout
-  // after a writer starts to wait: the other's look is put off, and the batch is made to wait
-  // on the other only once the other waits on it (a third writer holds ab@ until then), so
-  // that the batch's look finds the circle however slow the machine.
-  const other = await app.knex.transaction()
-  await other.raw("set local deadlock_timeout = '10min'")
-  await other('students').where({ email: ada.email }).update({ name: 'Updated' })
-  const third = await app.knex.transaction()
+  // The other writer has updated Ada; in address order the batch takes aaa@, waits on ab@,
+  // then closes the circle on Ada.
   const first = { ...student(1), email: 'aaa@example.com' }
   const second = { ...student(2), email: 'ab@example.com' }
-  await third('students').insert(second)
-  // In address order the batch takes aaa@, then waits on ab@.
-  const batch = app.inject({ method: 'POST', url: '/students/batch?mode=per_row', payload: [ada, first, second] })
-  t.ok(await lockWaiters(app, 1), 'the batch waits on ab@')
-  const closing = other.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [first.name, first.email, first.age, first.dob]).then(() => {}) // sent now: a query of knex's runs when awaited
-  t.ok(await lockWaiters(app, 2), 'the other waits on the batch\'s aaa@')
-  // The batch goes on, takes ab@, and closes the circle on Ada.
-  await third.rollback()
-  await closing
-  await other.commit()
-  const res = await batch
+  const res = await closeCircleLast(t, app, {
+    other: async trx => trx('students').where({ email: ada.email }).update({ name: 'Updated' }),
+    hold: async trx => trx('students').insert(second),
+    write: async () => app.inject({ method: 'POST', url: '/students/batch?mode=per_row', payload: [ada, first, second] }),
+    close: async trx => trx.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [first.name, first.email, first.age, first.dob])
+  })
   t.equal(res.statusCode, 200, res.body)
   t.same(res.json<Outcome[]>().map(outcome => outcome.status), [409, 409, 201], 'run again: Ada and aaa@ taken by then, ab@ made')
 })

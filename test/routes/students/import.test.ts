@@ -2,7 +2,7 @@ import http from 'node:http'
 import net from 'node:net'
 import { Readable } from 'node:stream'
 import t from 'tap'
-import { build, lockWaiters, within } from '../../helper.js'
+import { build, closeCircleLast, lockWaiters, within } from '../../helper.js'
 import { bearer, userWithRoles } from '../api/accounts.js'
 import { ada, student } from './fixtures.js'
 
@@ -375,26 +375,16 @@ t.test('imports sharing addresses in opposite orders both end: none waits on ano
 t.test('on_conflict=update met in a circle by a write that inserts in address order: PostgreSQL fails the import\'s writes, and they are tried again', async t => {
   const app = await build(t)
   t.equal((await app.inject({ method: 'POST', url: '/students', payload: ada })).statusCode, 201)
-  // Another writer (a skip import, a batch) has inserted a new address, and goes on to one
-  // the import updates. PostgreSQL looks for a circle once, deadlock_timeout after a writer
-  // starts to wait: the other's look is put off, and the import is made to wait on the other
-  // only once the other waits on it (a third writer holds mid@ until then), so that the
-  // import's look finds the circle however slow the machine.
-  const other = await app.knex.transaction()
-  await other.raw("set local deadlock_timeout = '10min'")
-  await other('students').insert(student(1))
-  const third = await app.knex.transaction()
+  // Another writer (a skip import, a batch) has inserted a new address, and goes on to one the
+  // import updates; the import updates Ada, waits on mid@, then closes the circle on the
+  // address the other inserted.
   const mid = { ...student(2), email: 'mid@example.com' }
-  await third('students').insert(mid)
-  const importing = app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson([{ ...ada, name: 'Renamed' }, mid, student(1)]) })
-  t.ok(await lockWaiters(app, 1), 'the import, having updated Ada, waits on mid@')
-  const closing = other.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [ada.name, ada.email, ada.age, ada.dob]).then(() => {}) // sent now: a query of knex's runs when awaited
-  t.ok(await lockWaiters(app, 2), 'the other waits on the import\'s update of Ada')
-  // The import goes on, inserts mid@, and closes the circle on the address the other inserted.
-  await third.rollback()
-  await closing
-  await other.commit()
-  const res = await importing
+  const res = await closeCircleLast(t, app, {
+    other: async trx => trx('students').insert(student(1)),
+    hold: async trx => trx('students').insert(mid),
+    write: async () => app.inject({ method: 'POST', url: '/students/import?on_conflict=update', headers: NDJSON, payload: ndjson([{ ...ada, name: 'Renamed' }, mid, student(1)]) }),
+    close: async trx => trx.raw('insert into students (name, email, age, dob) values (?, ?, ?, ?) on conflict ((lower(email))) do nothing', [ada.name, ada.email, ada.age, ada.dob])
+  })
   t.equal(res.statusCode, 200, res.body)
   // Tried again, the other has committed meanwhile, or not yet (its address is then skipped).
   const result = res.json<Result>()

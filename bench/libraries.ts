@@ -12,6 +12,7 @@
 import client from 'prom-client'
 import { FifoMap } from 'toad-cache'
 import { CallerCache, type CachedCaller } from '../lib/auth/caller-cache.js'
+import { namedPolicy } from '../lib/limits/rate-policy.js'
 import { RequestDurations } from '../lib/process/request-durations.js'
 
 const ROUNDS = 5
@@ -29,7 +30,7 @@ class FirstKeyMap<V> {
 }
 
 interface Cache { get: (key: string) => unknown, set: (key: string, value: CachedCaller) => void }
-const caller = (i: number): CachedCaller => ({ userId: i, sessionId: i, permissions: new Set() })
+const caller = (i: number): CachedCaller => ({ userId: i, sessionId: i, permissions: new Set(), policy: namedPolicy('default', null, null) })
 const nsEach = (started: bigint, operations: number) => Number(process.hrtime.bigint() - started) / operations
 
 /** ns per hit on a full cache, and per miss and insertion of keys it never saw. */

@@ -40,6 +40,8 @@ const UNAUDITED = 'service, audit log and change outbox off'
 const FEEDLESS = 'service, change outbox off'
 /** The service with a rate limit and a daily quota no caller reaches: what their accounting costs. */
 const LIMITED = 'service, rate limits on'
+/** The service with rate limits on, answering an API key of a policy of its own (spent beside its owner's), in the same rounds. */
+const LIMITED_KEY = 'service, rate limits on, a key of its own policy'
 /** The service with no metrics (METRICS_PORT=off), for what the metrics cost a request. */
 const UNMEASURED = 'service, metrics off'
 /**
@@ -89,6 +91,8 @@ try {
   const auth = { authorization: `Bearer ${token}` }
   const { secret } = await (await fetch(`${service.url}/api/keys`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['client-list'], current_password: password }) })).json() as { secret: string }
   const byKey = { authorization: `Bearer ${secret}` }
+  const { secret: limitedSecret } = await (await fetch(`${service.url}/api/keys`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench, limited', permissions: ['client-list'], current_password: password, rate_limit: '1000000000/1m' }) })).json() as { secret: string }
+  const byLimitedKey = { authorization: `Bearer ${limitedSecret}` }
 
   // Refresh tokens for the refresh scenario, each of a session of its own (refreshes count per
   // session), 50 sessions a user (a user has at most 100): token i is what refreshToken(i)
@@ -133,7 +137,7 @@ try {
   // connections 10 s after its load, and with shorter rounds every target of the GET by id
   // holds its own at once, more than PostgreSQL's default 100 connections with these two.
   const seconds: Server[] = []
-  const limitedTargets: Server[] = []
+  const limitedTargets: Array<Server | { server: Server, name: string, next: () => Request }> = []
   if (SECONDS >= 10) {
     const second = await start(SECOND, ['dist/server.js'], env)
     servers.push(second)
@@ -143,7 +147,7 @@ try {
     seconds.push(unmeasuredSecond)
     const limited = await start(LIMITED, ['dist/server.js'], { ...env, RATE_LIMIT: '1000000000/1m', RATE_QUOTA: '1000000000/1d' })
     servers.push(limited)
-    limitedTargets.push(limited)
+    limitedTargets.push(limited, { server: limited, name: LIMITED_KEY, next: () => ({ method: 'GET', path: `/api/clients/${randomId(CLIENTS)}`, headers: byLimitedKey }) })
   } else {
     console.error('rounds under 10 s: no second processes for metrics on ÷ off, no service with rate limits on')
   }
@@ -400,6 +404,7 @@ try {
     'authenticated GET ÷ student GET by id': paired('client GET by id (auth)', 'service', UNAUTHENTICATED),
     'API key GET ÷ student GET by id': paired('client GET by id (auth)', KEYED, UNAUTHENTICATED),
     'authenticated GET with rate limits on ÷ off': paired('client GET by id (auth)', LIMITED, 'service'),
+    'API key GET with a policy of its own, rate limits on ÷ API key GET, off': paired('client GET by id (auth)', LIMITED_KEY, KEYED),
     'client POST with audit and outbox ÷ without': paired('client POST (auth)', 'service', UNAUDITED),
     'student POST with audit and outbox ÷ without': paired('student POST', 'service', UNAUDITED),
     'student POST with the change feed on ÷ off': paired('student POST', 'service', FEEDLESS),

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex'
 import { BoundedFifo } from './bounded-fifo.js'
 import { afterCommit } from '../db/after-commit.js'
+import type { RatePolicy } from '../limits/rate-policy.js'
 
 /** What one token's check found in the database: whose it is and what they may do. */
 export interface CachedCaller {
@@ -12,6 +13,10 @@ export interface CachedCaller {
   /** When the key expires, seconds since the epoch; null if it does not. */
   keyExpiresAt?: number | null
   permissions: Set<string>
+  /** The user's rate limit and quota, from their roles' (lib/limits/rate-policy.ts). */
+  policy: RatePolicy
+  /** The key's own, spent beside the user's; none for a token, or a key of none. */
+  keyPolicy?: RatePolicy | undefined
 }
 
 /**

@@ -1,15 +1,27 @@
 import { prepare, type Database } from '../db/prepared-query.js'
+import type { OwnPolicy, RolePolicy } from '../limits/rate-policy.js'
 import { apiKeyHash } from './api-keys.js'
 import { LastUse } from './last-use.js'
 
-/** What a key's check finds: whose it is, what it may do now, and until when. */
-export interface KeyCaller {
+/** What a key's check finds: whose it is, what it may do now, and until when; its policy, and its owner's roles'. */
+export interface KeyCaller extends OwnPolicy {
   id: number
   user_id: number
   permissions: string[]
   /** Seconds since the epoch, or null for a key that does not expire. */
   expires_at: number | null
+  roles: RolePolicy[]
 }
+
+/** What a token's check finds: what its user may do, and their roles' policies. */
+export interface TokenCaller {
+  permissions: string[]
+  roles: RolePolicy[]
+}
+
+/** The policies of the roles of the user `u.id` (lib/limits/rate-policy.ts's userPolicy). */
+const ROLE_POLICIES = `(select coalesce(json_agg(json_build_object('name', r.name, 'rate_limit', r.rate_limit, 'rate_quota', r.rate_quota)), '[]')
+      from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id) as roles`
 
 /**
  * What the token check (plugins/app/auth.ts) reads on a miss of the caller cache, and the last
@@ -21,7 +33,7 @@ export function callerQueries (database: Database, cacheSize: number) {
 
   // The key's permissions are its own that its owner still holds.
   const keyCaller = prepare<[hash: string], KeyCaller>(database, 'api-keys.caller', hash => knex.raw(`
-    select k.id::float8 as id, k.user_id, floor(extract(epoch from k.expires_at))::float8 as expires_at,
+    select k.id::float8 as id, k.user_id, floor(extract(epoch from k.expires_at))::float8 as expires_at, k.rate_limit, k.rate_quota, ${ROLE_POLICIES},
       array(select unnest(k.permissions)
         intersect
         select p.name from user_roles ur
@@ -33,9 +45,9 @@ export function callerQueries (database: Database, cacheSize: number) {
       and (k.expires_at is null or k.expires_at > now()) and u.deleted_at is null`, [hash]))
 
   // Bound twice: `$2` and `$5` are the session, `$4` and `$6` the token's id.
-  const tokenPermissions = prepare<[id: number, sessionId: number | null, generation: number | null, jti: string], { permissions: string[] }>(
+  const tokenPermissions = prepare<[id: number, sessionId: number | null, generation: number | null, jti: string], TokenCaller>(
     database, 'auth.caller', (id, sessionId, generation, jti) => knex.raw(`
-        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions
+        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions, ${ROLE_POLICIES}
         from users u
         left join user_roles ur on ur.user_id = u.id
         left join role_permissions rp on rp.role_id = ur.role_id
@@ -65,14 +77,14 @@ export function callerQueries (database: Database, cacheSize: number) {
     },
 
     /**
-     * The permissions of the token's user, or undefined if the token no longer holds (its user
+     * The permissions of the token's user and their roles' policies, or undefined if the token no longer holds (its user
      * deleted, its session ended, the token revoked; a token of no session, issued before
      * sessions were: its generation ended unless the token was kept; a session's token has no
      * generation that counts).
      */
-    async tokenPermissions (id: number, generation: number | undefined, jti: string, sessionId: number | undefined): Promise<string[] | undefined> {
+    async tokenCaller (id: number, generation: number | undefined, jti: string, sessionId: number | undefined): Promise<TokenCaller | undefined> {
       const { rows } = await tokenPermissions([id, sessionId ?? null, generation ?? null, jti])
-      return rows[0]?.permissions
+      return rows[0]
     },
 
     /** Notes that the key was used now (lib/auth/last-use.ts). */

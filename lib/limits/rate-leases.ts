@@ -27,7 +27,7 @@ export interface Held { tokens: number | null, takenAt: number | null, used: num
 export interface RateStore {
   take (args: TakeArgs): Promise<Taken>
   read (key: string, at: number): Promise<Held>
-  giveBack (policy: RatePolicy, at: number, units: ReadonlyArray<{ key: string, units: number }>): Promise<void>
+  giveBack (at: number, units: ReadonlyArray<{ key: string, policy: RatePolicy, units: number }>): Promise<void>
 }
 
 export type Decision =
@@ -40,6 +40,8 @@ export type Decision =
  * back, at its next take for the caller or by `giveBack`.
  */
 interface Lease {
+  /** The policy it was taken under: its units go back under it. */
+  policy: RatePolicy
   units: number
   /** Units spent of the lease: the next is sized after them. */
   spent: number
@@ -153,19 +155,19 @@ export class RateLeases {
    * for (every lease's with `all`, as the instance closes), in one statement: otherwise a
    * caller who stops would find them spent from the day's quota.
    */
-  async giveBack (policy: RatePolicy, all = false): Promise<void> {
+  async giveBack (all = false): Promise<void> {
     const now = this.now()
-    const units: Array<{ key: string, units: number }> = []
+    const units: Array<{ key: string, policy: RatePolicy, units: number }> = []
     for (const key of [...this.leases.keys()]) {
       const lease = this.leases.get(key)!
       if (lease.taking !== undefined || (!all && this.serves(lease, now))) continue
       const unspent = this.unspent(lease, now)
-      if (unspent > 0) units.push({ key, units: unspent })
+      if (unspent > 0) units.push({ key, policy: lease.policy, units: unspent })
       // A caller gone quiet is forgotten, unless a refusal of theirs still holds.
       if ((lease.refusal?.until ?? 0) <= now) this.leases.delete(key)
     }
     // In statements of at most GIVEN_BACK callers: each holds its rows' locks until it ends.
-    for (let start = 0; start < units.length; start += GIVEN_BACK) await this.store.giveBack(policy, now, units.slice(start, start + GIVEN_BACK))
+    for (let start = 0; start < units.length; start += GIVEN_BACK) await this.store.giveBack(now, units.slice(start, start + GIVEN_BACK))
   }
 
   /**
@@ -189,7 +191,7 @@ export class RateLeases {
     const most = Math.max(cost, Math.floor(Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity) / LEASE_SHARE))
     const wanted = Math.min(most, Math.max(cost, 2 * (previous?.spent ?? 0)))
     const returned = this.unspent(previous, now)
-    const lease: Lease = { units: 0, spent: 0, at: now, tokens: 0, used: 0 }
+    const lease: Lease = { policy, units: 0, spent: 0, at: now, tokens: 0, used: 0 }
     const taking = this.store.take({ key, at: now, policy, cost, wanted, returned, charge: 0 })
     lease.taking = taking
     this.leases.set(key, lease)

@@ -1,4 +1,4 @@
-import { durationMs } from '../process/duration.js'
+import { durationMs, spoken } from '../process/duration.js'
 
 /**
  * A rate: `count` units per `windowSeconds`, enforced as a bucket that holds `count` and
@@ -8,11 +8,13 @@ export interface Rate { count: number, windowSeconds: number }
 
 /** What a caller may spend: a rate, a quota of units a UTC day, either or both. */
 export interface RatePolicy {
-  /** Its name in the RateLimit fields, the usage and the metrics: `default`. */
+  /** Its rate's name in the RateLimit fields, the usage and the metrics: `default`, a role's, `key`. */
   name: string
   rate: Rate | null
   /** Units a UTC day. */
   quota: number | null
+  /** Its quota's name: `default-daily`, a role's, `key-daily`. */
+  quotaName: string
 }
 
 export const DAY_SECONDS = 86_400
@@ -36,8 +38,85 @@ export function parseQuota (text: string): number | null | string {
   return rate.windowSeconds === DAY_SECONDS ? rate.count : 'must be <count>/1d (10000/1d), or off'
 }
 
-/** The name of a policy's daily quota in the RateLimit fields. */
-const quotaName = (policy: RatePolicy) => `${policy.name}-daily`
+/** The policy of `rate` and `quota` named `name` (and `name-daily` for its quota). */
+export const namedPolicy = (name: string, rate: Rate | null, quota: number | null): RatePolicy => ({ name, rate, quota, quotaName: `${name}-daily` })
+
+/** Whether the policy limits anything. */
+export const limits = (policy: RatePolicy) => policy.rate !== null || policy.quota !== null
+
+/** A role's or a key's policy as stored: `600/1m` or `off`, `10000/1d` or `off`; null: none of its own. */
+export interface OwnPolicy { rate_limit: string | null, rate_quota: string | null }
+
+/** A role's policy as the token check reads it, beside the role's name. */
+export interface RolePolicy extends OwnPolicy { name: string }
+
+/**
+ * A name a policy of a role goes by in the RateLimit fields (a structured-field String) and in
+ * the metrics' labels: the role's name in lower case, runs of other characters than letters,
+ * digits, `.`, `_` and `-` made one `-`, 40 characters at most.
+ */
+export function roleLabel (roleName: string): string {
+  return roleName.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'role'
+}
+
+/** Whether rate `a` allows more than `b`: more units a second, then a larger burst; null (none) the most. */
+export function moreGenerous (a: Rate | null, b: Rate | null): boolean {
+  if (a === null || b === null) return a === null && b !== null
+  // Cross-multiplied: integers below 2^53 (a billion units, a day's seconds), compared exactly.
+  const sustained = a.count * b.windowSeconds - b.count * a.windowSeconds
+  return sustained > 0 || (sustained === 0 && a.count > b.count)
+}
+
+/**
+ * A user's policy: per part, the most generous of their roles' (a role without one of its own
+ * has `fallback`'s, RATE_LIMIT's and RATE_QUOTA's); `fallback` for a user of no role. A part
+ * stored in a form the service does not read (written outside it) counts as none of its own.
+ */
+export function userPolicy (fallback: RatePolicy, roles: readonly RolePolicy[]): RatePolicy {
+  if (roles.length === 0) return fallback
+  let rate = { name: fallback.name, rate: fallback.rate }
+  let quota = { name: fallback.quotaName, quota: fallback.quota }
+  roles.forEach((role, i) => {
+    const ownRate = role.rate_limit === null ? undefined : parseRate(role.rate_limit)
+    const roleRate = ownRate === undefined || typeof ownRate === 'string' ? { name: fallback.name, rate: fallback.rate } : { name: roleLabel(role.name), rate: ownRate }
+    if (i === 0 || moreGenerous(roleRate.rate, rate.rate)) rate = roleRate
+    const ownQuota = role.rate_quota === null ? undefined : parseQuota(role.rate_quota)
+    const roleQuota = ownQuota === undefined || typeof ownQuota === 'string' ? { name: fallback.quotaName, quota: fallback.quota } : { name: `${roleLabel(role.name)}-daily`, quota: ownQuota }
+    if (i === 0 || (quota.quota !== null && (roleQuota.quota === null || roleQuota.quota > quota.quota))) quota = roleQuota
+  })
+  // The default itself when it is what applies: its fields are written once (plugins/app/rate-limits.ts).
+  if (rate.name === fallback.name && rate.rate === fallback.rate && quota.name === fallback.quotaName && quota.quota === fallback.quota) return fallback
+  return { name: rate.name, rate: rate.rate, quota: quota.quota, quotaName: quota.name }
+}
+
+/**
+ * A key's own policy, spent beside its owner's (so never more than theirs): named `key` and
+ * `key-daily`; undefined for a key of none. A part the service does not read counts as none.
+ */
+export function keyPolicy (own: OwnPolicy): RatePolicy | undefined {
+  const rate = own.rate_limit === null ? null : parseRate(own.rate_limit)
+  const quota = own.rate_quota === null ? null : parseQuota(own.rate_quota)
+  const policy = namedPolicy('key', typeof rate === 'string' ? null : rate, typeof quota === 'string' ? null : quota)
+  return limits(policy) ? policy : undefined
+}
+
+/** What is wrong with the parts of a policy a client sets (a role's, a key's): by field, none if nothing. */
+export function ownPolicyProblems (own: Partial<OwnPolicy>): Record<string, string[]> {
+  const problems: Record<string, string[]> = {}
+  const rate = typeof own.rate_limit === 'string' ? parseRate(own.rate_limit) : null
+  if (typeof rate === 'string') problems.rate_limit = [rate]
+  const quota = typeof own.rate_quota === 'string' ? parseQuota(own.rate_quota) : null
+  if (typeof quota === 'string') problems.rate_quota = [quota]
+  return problems
+}
+
+/** What of a key's own policy is above its owner's, by field (a key that asks more than its owner has is refused). */
+export function aboveOwner (key: RatePolicy, owner: RatePolicy): Record<string, string[]> {
+  const above: Record<string, string[]> = {}
+  if (key.rate !== null && moreGenerous(key.rate, owner.rate)) above.rate_limit = [`must allow no more than the owner's rate limit, ${owner.rate!.count}/${spoken(owner.rate!.windowSeconds * 1_000)}`]
+  if (key.quota !== null && owner.quota !== null && key.quota > owner.quota) above.rate_quota = [`must allow no more than the owner's daily quota, ${owner.quota}/1d`]
+  return above
+}
 
 /**
  * The `RateLimit-Policy` field of a policy, in the structured-field form of
@@ -46,7 +125,7 @@ const quotaName = (policy: RatePolicy) => `${policy.name}-daily`
 export function policyField (policy: RatePolicy): string {
   const items: string[] = []
   if (policy.rate) items.push(`"${policy.name}";q=${policy.rate.count};w=${policy.rate.windowSeconds}`)
-  if (policy.quota !== null) items.push(`"${quotaName(policy)}";q=${policy.quota};w=${DAY_SECONDS}`)
+  if (policy.quota !== null) items.push(`"${policy.quotaName}";q=${policy.quota};w=${DAY_SECONDS}`)
   return items.join(', ')
 }
 
@@ -62,6 +141,6 @@ export interface Standing {
 export function limitField (policy: RatePolicy, standing: Standing): string {
   const items: string[] = []
   if (standing.rate) items.push(`"${policy.name}";r=${standing.rate.remaining}${standing.rate.reset === undefined ? '' : `;t=${standing.rate.reset}`}`)
-  if (standing.quota) items.push(`"${quotaName(policy)}";r=${standing.quota.remaining};t=${standing.quota.reset}`)
+  if (standing.quota) items.push(`"${policy.quotaName}";r=${standing.quota.remaining};t=${standing.quota.reset}`)
   return items.join(', ')
 }

@@ -27,11 +27,13 @@ export function rateStore (knex: Knex): RateStore & { sweep (): Promise<void> } 
     },
 
     // In key order: two instances closing at once lock the same rows in the same order.
-    async giveBack (policy, at, units) {
+    async giveBack (at, units) {
+      const args = units.map(unit => policyArgs(unit.policy))
       await knex.raw(`
-        select count(rate_take(b.key, to_timestamp(?::double precision / 1000), ?, ?, ?, 0, 0, b.units, 0))
-        from (select * from unnest(?::text[], ?::bigint[]) as u(key, units) order by key) b`,
-      [at, ...policyArgs(policy), units.map(unit => unit.key), units.map(unit => unit.units)])
+        select count(rate_take(b.key, to_timestamp(?::double precision / 1000), b.capacity, b.per_second, b.quota, 0, 0, b.units, 0))
+        from (select * from unnest(?::text[], ?::double precision[], ?::double precision[], ?::bigint[], ?::bigint[])
+          as u(key, capacity, per_second, quota, units) order by key) b`,
+      [at, units.map(unit => unit.key), args.map(arg => arg[0]), args.map(arg => arg[1]), args.map(arg => arg[2]), units.map(unit => unit.units)] as Knex.ValueDict[string][])
     },
 
     // A bucket untouched for a day is full again under any policy (a window is a day at most);

@@ -7,6 +7,7 @@ import { CodedError, type ErrorCode } from '../../lib/http/error-codes.js'
 import { VerifiedTokens } from '../../lib/auth/verified-tokens.js'
 import { API_KEY_PATTERN, apiKeyHash } from '../../lib/auth/api-keys.js'
 import { callerQueries } from '../../lib/auth/caller-queries.js'
+import { keyPolicy, userPolicy, type RatePolicy } from '../../lib/limits/rate-policy.js'
 
 /** The caller of a request that passed `fastify.authenticate`. */
 export interface Caller {
@@ -19,6 +20,10 @@ export interface Caller {
   /** Expiry of the presented token, seconds since the epoch. */
   exp: number
   permissions: Set<string>
+  /** The user's rate limit and quota (plugins/app/rate-limits.ts). */
+  policy: RatePolicy
+  /** The API key's own policy, spent beside the user's. */
+  keyPolicy: RatePolicy | undefined
 }
 
 /** What an access token of a session is made of: whose it is, and until when the session holds. */
@@ -143,13 +148,29 @@ export default fp(async (fastify) => {
       const version = cache.version
       const key = await queries.keyCaller(secret)
       if (key === undefined) throw unauthorized(reply, 'The API key is invalid, revoked or expired')
-      caller = { userId: key.user_id, keyId: key.id, keyExpiresAt: key.expires_at, permissions: new Set(key.permissions) }
+      caller = {
+        userId: key.user_id,
+        keyId: key.id,
+        keyExpiresAt: key.expires_at,
+        permissions: new Set(key.permissions),
+        policy: userPolicy(fastify.rateLimits.policy, key.roles),
+        keyPolicy: keyPolicy(key)
+      }
       cache.set(cacheKey, caller, version)
     } else if ((caller.keyExpiresAt ?? Infinity) * 1000 <= Date.now()) {
       throw unauthorized(reply, 'The API key is invalid, revoked or expired')
     }
     queries.noteKeyUse(caller.keyId!)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the API key\'s last use'))
-    request.user = { id: caller.userId, jti: cacheKey, sessionId: undefined, keyId: caller.keyId, exp: caller.keyExpiresAt ?? Number.MAX_SAFE_INTEGER, permissions: caller.permissions }
+    request.user = {
+      id: caller.userId,
+      jti: cacheKey,
+      sessionId: undefined,
+      keyId: caller.keyId,
+      exp: caller.keyExpiresAt ?? Number.MAX_SAFE_INTEGER,
+      permissions: caller.permissions,
+      policy: caller.policy,
+      keyPolicy: caller.keyPolicy
+    }
   }
 
   fastify.decorate('authenticate', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -173,16 +194,16 @@ export default fp(async (fastify) => {
     let caller = cache.get(claims.jti)
     if (caller?.userId !== id) {
       const version = cache.version
-      const permissions = await queries.tokenPermissions(id, claims.gen, claims.jti, claims.sid)
-      if (permissions === undefined) throw unauthorized(reply, 'The token is no longer valid')
-      caller = { userId: id, sessionId: claims.sid, permissions: new Set(permissions) }
+      const found = await queries.tokenCaller(id, claims.gen, claims.jti, claims.sid)
+      if (found === undefined) throw unauthorized(reply, 'The token is no longer valid')
+      caller = { userId: id, sessionId: claims.sid, permissions: new Set(found.permissions), policy: userPolicy(fastify.rateLimits.policy, found.roles) }
       cache.set(claims.jti, caller, version)
     }
     if (claims.sid !== undefined) {
       queries.noteSessionUse(claims.sid)?.catch((error: unknown) => request.log.warn({ err: error }, 'could not note the session\'s last use'))
     }
 
-    request.user = { id, jti: claims.jti, sessionId: claims.sid, keyId: undefined, exp: claims.exp, permissions: caller.permissions }
+    request.user = { id, jti: claims.jti, sessionId: claims.sid, keyId: undefined, exp: claims.exp, permissions: caller.permissions, policy: caller.policy, keyPolicy: undefined }
   })
 
   fastify.decorate('refuseKeys', async (request: FastifyRequest) => {

@@ -1,10 +1,11 @@
 import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
 import { CodedError } from '../../lib/http/error-codes.js'
 import { LEASE_MS, RateLeases, type Decision } from '../../lib/limits/rate-leases.js'
 import { addressKey } from '../../lib/limits/address-key.js'
 import { rateStore } from '../../lib/limits/rate-store.js'
-import { limitField, policyField, type RatePolicy, type Standing } from '../../lib/limits/rate-policy.js'
+import { limitField, limits, namedPolicy, policyField, userPolicy, type RatePolicy, type RolePolicy, type Standing } from '../../lib/limits/rate-policy.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 import { spoken } from '../../lib/process/duration.js'
 import { costOf } from '../../lib/limits/costs.js'
@@ -30,13 +31,18 @@ declare module 'fastify' {
   }
 }
 
+/** An allowance a request spends: whose (`user:<id>`, `key:<id>`, `ip:<address>`), under which policy. */
+export interface Allowance { caller: string, policy: RatePolicy }
+
 export interface RateLimits {
-  /** The policy every caller has (RATE_LIMIT, RATE_QUOTA); `rate` and `quota` both null when off. */
+  /** The policy of anonymous callers, and of users whose roles have none of their own (RATE_LIMIT, RATE_QUOTA); `rate` and `quota` both null when off. */
   policy: RatePolicy
-  /** The caller whose allowance a request spends: `user:<id>` for a token or key, else `ip:<address>`. */
-  callerOf (request: FastifyRequest): string
-  /** What is left for a caller (GET /api/usage), and what the day has used. */
-  usage (caller: string): Promise<Standing & { used: number }>
+  /** The allowances a request spends: its key's, if the key has a policy of its own, then its user's, or its address's. */
+  allowancesOf (request: FastifyRequest): Allowance[]
+  /** The policy of user `userId`, from their roles (lib/limits/rate-policy.ts's userPolicy), read in `db`. */
+  policyOf (userId: number, db?: Knex): Promise<RatePolicy>
+  /** What is left of an allowance (GET /api/usage), and what the day has used. */
+  usage (allowance: Allowance): Promise<Standing & { used: number }>
   /** The leases, whose clock the tests set. */
   leases: RateLeases
   /** Deletes the buckets full again and the quotas of days gone (hourly, on every instance). */
@@ -55,65 +61,105 @@ export interface RateLimits {
 
 /**
  * Rate limits and daily quotas per caller (README, "Rate limits and quotas"): each request spends units
- * of its caller's policy before its body is read, with its `RateLimit-Policy` and `RateLimit`
- * fields on the answer, or is refused 429 `rate_limited` with `Retry-After`. Held in
- * PostgreSQL across instances (lib/limits/rate-leases.ts). With RATE_LIMIT and RATE_QUOTA off,
- * no hook: requests pay nothing.
+ * of its caller's allowances before its body is read (its user's, under the most generous of
+ * their roles' policies or the default; its API key's too, if the key has a stricter one of its
+ * own; an anonymous caller's address's), with their `RateLimit-Policy` and `RateLimit` fields on
+ * the answer, or is refused 429 `rate_limited` with `Retry-After`. Held in PostgreSQL across
+ * instances (lib/limits/rate-leases.ts). A request whose caller has no policy pays nothing.
  */
 export default fp(async (fastify) => {
-  const policy: RatePolicy = { name: 'default', ...fastify.config.rateLimits }
-  const limited = policy.rate !== null || policy.quota !== null
-  const policyText = policyField(policy)
-  // A request costs the policy's count at most, what it asks before its body and after both:
-  // a full bucket serves any request.
-  const most = Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity)
+  const { rate, quota } = fastify.config.rateLimits
+  const policy = namedPolicy('default', rate, quota)
   const store = rateStore(fastify.knex)
   const leases = new RateLeases(store)
-  const callerOf = (request: FastifyRequest) => request.user === null ? `ip:${addressKey(request.ip)}` : `user:${request.user.id}`
 
-  /** The fields of `decision` on the answer; past the limit, 429. */
-  const answer = (reply: FastifyReply, decision: Decision) => {
-    reply.header('ratelimit-policy', policyText).header('ratelimit', limitField(policy, decision.standing))
-    if (decision.allowed) return
-    fastify.metrics.requestsLimited.inc({ policy: policy.name })
+  const allowancesOf = (request: FastifyRequest): Allowance[] => {
+    const user = request.user
+    if (user === null) return limits(policy) ? [{ caller: `ip:${addressKey(request.ip)}`, policy }] : []
+    const allowances: Allowance[] = []
+    if (user.keyPolicy !== undefined) allowances.push({ caller: `key:${user.keyId!}`, policy: user.keyPolicy })
+    if (limits(user.policy)) allowances.push({ caller: `user:${user.id}`, policy: user.policy })
+    return allowances
+  }
+  // A request costs a policy's count at most, what it asks before its body and after both: a
+  // full bucket serves any request.
+  const mostOf = (allowances: readonly Allowance[]) => Math.min(...allowances.map(({ policy }) => Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity)))
+  // The RateLimit-Policy field of each policy, written once.
+  const policyFields = new WeakMap<RatePolicy, string>()
+  const policyText = (policy: RatePolicy) => {
+    let text = policyFields.get(policy)
+    if (text === undefined) policyFields.set(policy, text = policyField(policy))
+    return text
+  }
+
+  /** The fields of the allowances and what is left of those asked; past a limit, 429. */
+  const answer = (reply: FastifyReply, allowances: readonly Allowance[], decisions: ReadonlyArray<Decision | undefined>) => {
+    reply.header('ratelimit-policy', allowances.map(({ policy }) => policyText(policy)).join(', '))
+      .header('ratelimit', decisions.flatMap((decision, i) => decision === undefined ? [] : [limitField(allowances[i]!.policy, decision.standing)]).join(', '))
+    const refusal = decisions.findIndex(decision => decision?.allowed === false)
+    if (refusal === -1) return
+    const decision = decisions[refusal] as Extract<Decision, { allowed: false }>
+    const { policy, caller } = allowances[refusal]!
+    fastify.metrics.requestsLimited.inc({ policy: decision.spent === 'quota' ? policy.quotaName : policy.name })
     reply.header('retry-after', String(decision.retryAfter))
+    const whose = caller.startsWith('key:') ? 'This API key\'s' : 'The'
     throw new CodedError('rate_limited', decision.spent === 'quota'
-      ? `The daily quota of ${policy.quota!} units is spent; it is renewed at midnight UTC, in ${decision.retryAfter} s`
-      : `The rate limit of ${policy.rate!.count} units per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
+      ? `${whose} daily quota of ${policy.quota!} units is spent; it is renewed at midnight UTC, in ${decision.retryAfter} s`
+      : `${whose} rate limit of ${policy.rate!.count} units per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
   }
 
-  /** Spends `cost` more of the caller's units, with the fields on the answer; 429 if they are not there. */
-  const spend = async (request: FastifyRequest, reply: FastifyReply, cost: number) => {
-    const units = Math.min(cost, most - request.unitsSpent)
+  /**
+   * Spends `cost` more units of each of the request's allowances, in turn, with the fields on
+   * the answer; 429 if one has not got them, and what the others gave goes back.
+   */
+  const spend = async (request: FastifyRequest, reply: FastifyReply, allowances: readonly Allowance[], cost: number) => {
+    const units = Math.min(cost, mostOf(allowances) - request.unitsSpent)
     if (units <= 0) return
-    const decision = await leases.spend(callerOf(request), policy, units)
-    if (decision.allowed) request.unitsSpent += units
-    answer(reply, decision)
+    const decisions: Array<Decision | undefined> = allowances.map(() => undefined)
+    const giveBackBefore = (i: number) => { for (const given of allowances.slice(0, i)) chargeTo(request, given, -units) }
+    for (const [i, { caller, policy }] of allowances.entries()) {
+      // The database failing (503), or a refusal: what the others gave goes back.
+      const decision = decisions[i] = await leases.spend(caller, policy, units).catch((error: unknown) => { giveBackBefore(i); throw error })
+      if (decision.allowed) continue
+      giveBackBefore(i)
+      return answer(reply, allowances, decisions)
+    }
+    request.unitsSpent += units
+    answer(reply, allowances, decisions)
   }
 
-  /** Charges `cost` more of the caller's units (the request's total is the count at most); negative, gives them back. */
-  const charge = (request: FastifyRequest, cost: number) => {
-    const units = Math.min(cost, most - request.unitsSpent)
-    if (units === 0) return
-    request.unitsSpent += units
-    leases.charge(callerOf(request), policy, units)
+  const chargeTo = (request: FastifyRequest, { caller, policy }: Allowance, units: number) => {
+    leases.charge(caller, policy, units)
       .catch((error: unknown) => request.log.warn({ err: error }, 'could not charge a request\'s units to its caller\'s rate limit'))
+  }
+
+  /** Charges `cost` more of the request's allowances (the request's total is the count at most); negative, gives them back. */
+  const charge = (request: FastifyRequest, cost: number) => {
+    const allowances = allowancesOf(request)
+    const units = Math.min(cost, mostOf(allowances) - request.unitsSpent)
+    if (allowances.length === 0 || units === 0) return
+    request.unitsSpent += units
+    for (const allowance of allowances) chargeTo(request, allowance, units)
   }
 
   fastify.decorate('rateLimits', {
     policy,
     leases,
-    callerOf,
-    usage: async caller => leases.usage(caller, policy),
+    allowancesOf,
+    policyOf: async (userId, db = fastify.knex) => userPolicy(policy, await db('user_roles as ur').join('roles as r', 'r.id', 'ur.role_id')
+      .where('ur.user_id', userId).select<RolePolicy[]>('r.name', 'r.rate_limit', 'r.rate_quota')),
+    usage: async ({ caller, policy }) => leases.usage(caller, policy),
     sweep: store.sweep,
     holdRefused (request, reply) {
-      const refusal = limited ? leases.refusing(callerOf(request), policy) : undefined
-      if (refusal !== undefined) answer(reply, refusal)
+      const allowances = allowancesOf(request)
+      const refusal = allowances.length === 0 ? undefined : leases.refusing(allowances[0]!.caller, allowances[0]!.policy)
+      if (refusal !== undefined) answer(reply, allowances, [refusal])
     },
     async spendRefused (request, reply) {
-      if (!limited || request.unitsSpent > 0 || request.routeOptions.config?.rateLimited === false) return undefined
+      const allowances = allowancesOf(request)
+      if (allowances.length === 0 || request.unitsSpent > 0 || request.routeOptions.config?.rateLimited === false) return undefined
       try {
-        await spend(request, reply, 1)
+        await spend(request, reply, allowances, 1)
         return undefined
       } catch (error) {
         if (error instanceof CodedError) return error.message
@@ -126,30 +172,33 @@ export default fp(async (fastify) => {
   sweepHourly(fastify, 'the rate limits\' buckets and quotas', store.sweep)
   fastify.decorateRequest('unitsSpent', 0)
   fastify.decorateRequest('spendUnits', async function (this: FastifyRequest, reply: FastifyReply, units: number) {
-    if (limited) await spend(this, reply, units)
+    const allowances = allowancesOf(this)
+    if (allowances.length > 0) await spend(this, reply, allowances, units)
   })
   fastify.decorateRequest('chargeUnits', function (this: FastifyRequest, units: number) {
-    if (limited && units > 0) charge(this, units)
+    if (units > 0) charge(this, units)
   })
-  if (!limited) return
 
   /* c8 ignore next 3 -- a timer; what it runs, giveBack, the tests call */
   const givingBack = setInterval(() => {
-    leases.giveBack(policy).catch((error: unknown) => fastify.log.warn({ err: error }, 'could not give back the rate limits\' unspent units'))
+    leases.giveBack().catch((error: unknown) => fastify.log.warn({ err: error }, 'could not give back the rate limits\' unspent units'))
   }, 5 * LEASE_MS).unref()
   // Before the pool closes (onClose hooks run in the reverse order of the plugins').
   fastify.addHook('onClose', async () => {
     clearInterval(givingBack)
-    await leases.giveBack(policy, true)
+    await leases.giveBack(true)
       /* c8 ignore next -- the database failing as the instance closes: the units stay spent */
       .catch((error: unknown) => fastify.log.warn({ err: error }, 'could not give back the rate limits\' unspent units'))
   })
 
   // After every onRequest hook, the token check's among them, which names the caller; before
-  // the body is read, so that a refused upload is not.
-  fastify.addHook('preParsing', async (request, reply, payload) => {
-    if (request.routeOptions.config.rateLimited !== false) await spend(request, reply, costOf(request.query))
-    return payload
+  // the body is read, so that a refused upload is not. A callback, not an async function: a
+  // request of no policy (a role's may be set at any time, so the hook is always there) goes
+  // on at once.
+  fastify.addHook('preParsing', (request, reply, payload, done) => {
+    const allowances = request.routeOptions.config.rateLimited === false ? [] : allowancesOf(request)
+    if (allowances.length === 0) return done(null, payload)
+    spend(request, reply, allowances, costOf(request.query)).then(() => done(null, payload), done)
   })
   // A 503 (the service busy, the database out of reach) changed nothing and may be sent again:
   // it costs nothing, and says nothing of the limits.

@@ -1,6 +1,6 @@
 import t from 'tap'
 import { build } from '../helper.js'
-import { insertClient, rolesOf, userWithRoles } from '../routes/api/accounts.js'
+import { bearer, insertClient, PASSWORD, rolesOf, userWithRoles } from '../routes/api/accounts.js'
 import { ada } from '../routes/students/fixtures.js'
 import { fuzzWrites } from './writes.js'
 
@@ -13,7 +13,8 @@ t.test('every write, fuzzed from its own schema: 2xx or a documented 4xx, never 
       students: (await app.inject({ method: 'POST', url: '/students', payload: ada })).json().id,
       clients: await insertClient(app),
       roles: (await rolesOf(app).findByNames(['User']))[0]!.id,
-      users: (await userWithRoles(app, ['User'])).id
+      users: (await userWithRoles(app, ['User'])).id,
+      keys: (await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(admin.token), payload: { name: 'fuzzed', permissions: [], current_password: PASSWORD } })).json().data.id
     }
   })
 })

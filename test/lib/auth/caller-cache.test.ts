@@ -1,7 +1,10 @@
 import t from 'tap'
 import { CallerCache } from '../../../lib/auth/caller-cache.js'
+import { namedPolicy } from '../../../lib/limits/rate-policy.js'
 
-const caller = (userId: number) => ({ userId, permissions: new Set(['client-list']) })
+const policy = namedPolicy('default', null, null)
+
+const caller = (userId: number) => ({ userId, permissions: new Set(['client-list']), policy })
 
 t.test('keeps callers only while enabled, and only what no change overtook', async t => {
   const cache = new CallerCache(10)

@@ -200,10 +200,10 @@ t.test('units an instance took ahead and did not spend go back: a second later, 
   // The second request takes two units: one for it, one ahead.
   for (let i = 0; i < 2; i++) await app.inject({ url: '/students' })
   t.equal(await used(), '3', 'three units taken for two requests')
-  await app.rateLimits.leases.giveBack(app.rateLimits.policy)
+  await app.rateLimits.leases.giveBack()
   t.equal(await used(), '3', 'a lease under a second old is kept')
   clock.tick(1)
-  await app.rateLimits.leases.giveBack(app.rateLimits.policy)
+  await app.rateLimits.leases.giveBack()
   t.equal(await used(), '2', 'a second old, its unit is given back')
 
   const closing = await buildApp(t, testConfig(db, limited(null, 100)))
@@ -235,11 +235,11 @@ t.test('a quota refused on one instance is served again there once another gives
   await refuser.rateLimits.leases.charge('ip:127.0.0.1', refuser.rateLimits.policy, 13)
   t.equal((await refuser.inject({ url: '/students' })).statusCode, 429, 'the day\'s 16 taken: 2 requests, 1 unit held ahead by the other instance, 13 charged')
   clock.tick(2)
-  await holder.rateLimits.leases.giveBack(holder.rateLimits.policy)
-  await refuser.rateLimits.leases.giveBack(refuser.rateLimits.policy)
+  await holder.rateLimits.leases.giveBack()
+  await refuser.rateLimits.leases.giveBack()
   t.equal((await refuser.inject({ url: '/students' })).statusCode, 429, 'the refusal still holds')
   clock.tick(4)
-  await refuser.rateLimits.leases.giveBack(refuser.rateLimits.policy)
+  await refuser.rateLimits.leases.giveBack()
   t.equal((await refuser.inject({ url: '/students' })).statusCode, 200, 'the unit given back, not kept from the caller until midnight')
 })
 
@@ -276,7 +276,7 @@ t.test('GET /api/usage: the caller\'s policy and what is left; another user\'s w
   t.same(own.json(), {
     success: true,
     data: {
-      policy: { name: 'default', rate: { count: 10, window_seconds: 60 }, quota: 1000 },
+      policy: { rate: { name: 'default', count: 10, window_seconds: 60 }, quota: { name: 'default-daily', count: 1000 } },
       rate: { remaining: 6, reset_seconds: 6 },
       quota: { used: 4, remaining: 996, resets_at: '2026-11-29T00:00:00.000Z' }
     }
@@ -287,7 +287,7 @@ t.test('GET /api/usage: the caller\'s policy and what is left; another user\'s w
   t.match(other.json(), { data: { rate: { remaining: 6 }, quota: { used: 4 } } }, 'the user\'s, not the admin\'s: this read is the admin\'s to pay')
   const fresh = await userWithRoles(app, [])
   t.same((await app.inject({ url: `/api/usage?user_id=${fresh.id}`, headers: bearer(admin.token) })).json<{ data: object }>().data,
-    { policy: { name: 'default', rate: { count: 10, window_seconds: 60 }, quota: 1000 }, rate: { remaining: 10, reset_seconds: null }, quota: { used: 0, remaining: 1000, resets_at: '2026-11-29T00:00:00.000Z' } },
+    { policy: { rate: { name: 'default', count: 10, window_seconds: 60 }, quota: { name: 'default-daily', count: 1000 } }, rate: { remaining: 10, reset_seconds: null }, quota: { used: 0, remaining: 1000, resets_at: '2026-11-29T00:00:00.000Z' } },
     'a user who spent nothing: a full bucket')
   t.match((await app.inject({ url: `/api/usage?user_id=${admin.id}`, headers: bearer(user.token) })).json(), { statusCode: 403, code: 'permission_denied' })
   t.match((await app.inject({ url: '/api/usage?user_id=999999', headers: bearer(admin.token) })).json(), { statusCode: 404, code: 'not_found' })
@@ -302,7 +302,7 @@ t.test('with RATE_LIMIT and RATE_QUOTA off (the default), no fields and no limit
   t.same(statuses(answers), Array(30).fill(200))
   t.equal(answers[0]!.headers.ratelimit, undefined)
   t.equal(answers[0]!.headers['ratelimit-policy'], undefined)
-  t.same((await app.inject({ url: '/api/usage', headers: bearer(user.token) })).json<{ data: unknown }>().data, { policy: { name: 'default', rate: null, quota: null }, rate: null, quota: null })
+  t.same((await app.inject({ url: '/api/usage', headers: bearer(user.token) })).json<{ data: unknown }>().data, { policy: { rate: null, quota: null }, rate: null, quota: null })
 })
 
 t.test('a bucket PostgreSQL does not answer for in time: 503, and the next request takes again', async t => {

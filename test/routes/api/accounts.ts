@@ -23,10 +23,10 @@ export async function userWithRoles (app: FastifyInstance, roles: string[], emai
   return { id: user.id, email, token: await login(app, email) }
 }
 
-/** A role with exactly these permissions. */
-export async function roleWithPermissions (app: FastifyInstance, name: string, permissions: string[]) {
+/** A role with exactly these permissions, and this policy of its own (none by default). */
+export async function roleWithPermissions (app: FastifyInstance, name: string, permissions: string[], policy: { rateLimit?: string, rateQuota?: string } = {}) {
   const ids = (await rolesOf(app).permissions()).filter(p => permissions.includes(p.name)).map(p => p.id)
-  return app.knex.transaction(trx => rolesOf(app).create(name, ids, trx))
+  return app.knex.transaction(trx => rolesOf(app).create({ name, permissionIds: ids, rateLimit: policy.rateLimit ?? null, rateQuota: policy.rateQuota ?? null }, trx))
 }
 
 export async function login (app: FastifyInstance, email: string, password = PASSWORD): Promise<string> {

@@ -55,8 +55,8 @@ t.test('a scripted scenario reads back exactly: create a user, grant a role, cha
     { actor: admin.id, action: 'update', resource: 'user', id: ola, before: { roles: [] }, after: { roles: [{ id: userRole, name: 'User' }] } },
     { actor: admin.id, action: 'update', resource: 'user', id: ola, before: { password: '[redacted]' }, after: { password: '[redacted]' } },
     { actor: ola, action: 'login', resource: 'session', id: olaSession, before: null, after: { user_id: ola, ip: '127.0.0.1', user_agent: 'lightMyRequest' } },
-    { actor: ola, action: 'create', resource: 'key', id: keyId, before: null, after: { id: keyId, user_id: ola, name: 'export', prefix: key.json().data.prefix, permissions: ['client-list'], expires_at: null, last_used_at: null } },
-    { actor: admin.id, action: 'revoke', resource: 'key', id: keyId, before: { id: keyId, user_id: ola, name: 'export', prefix: key.json().data.prefix, permissions: ['client-list'], expires_at: null, last_used_at: null }, after: null }
+    { actor: ola, action: 'create', resource: 'key', id: keyId, before: null, after: { id: keyId, user_id: ola, name: 'export', prefix: key.json().data.prefix, permissions: ['client-list'], expires_at: null, last_used_at: null, rate_limit: null, rate_quota: null } },
+    { actor: admin.id, action: 'revoke', resource: 'key', id: keyId, before: { id: keyId, user_id: ola, name: 'export', prefix: key.json().data.prefix, permissions: ['client-list'], expires_at: null, last_used_at: null, rate_limit: null, rate_quota: null }, after: null }
   ])
   t.notMatch(JSON.stringify(entries), /argon2|a new password|correct horse/, 'no password nor hash, nor any part of the key\'s secret past its prefix')
   t.notMatch(JSON.stringify(entries), key.json().secret.slice(11))

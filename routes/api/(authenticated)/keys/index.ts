@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
+import { aboveOwner, keyPolicy, ownPolicyProblems, type OwnPolicy, type RatePolicy } from '../../../../lib/limits/rate-policy.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { usersRepository } from '../users/repository.js'
 import { apiKeysRepository, type ApiKeyRecord } from './repository.js'
@@ -34,6 +35,14 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     if (lacking.length > 0) throw forbidden(`You cannot manage the keys of a user who holds permissions you lack: ${lacking.join(', ')}`)
   }
 
+  /** 400 if the key's own policy is not one the service reads, or is above its owner's. */
+  function checkPolicy (own: OwnPolicy, owner: RatePolicy) {
+    const problems = ownPolicyProblems(own)
+    const policy = Object.keys(problems).length === 0 ? keyPolicy(own) : undefined
+    if (policy !== undefined) Object.assign(problems, aboveOwner(policy, owner))
+    if (Object.keys(problems).length > 0) throw new InvalidFields(problems)
+  }
+
   fastify.get('/', { schema: keySchemas.index }, async (request) => {
     const userId = request.query.user_id ?? request.user.id
     await mayManage(request, userId, () => forbidden('Listing another user\'s keys needs the user-edit permission'))
@@ -43,7 +52,8 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
   // The maker's password, as a new password needs it: a stolen access token alone makes no key
   // to outlast the recovery of the account.
   fastify.post('/', { schema: keySchemas.store }, async (request, reply) => {
-    const { name, permissions, expires_at: expiresAt, current_password: currentPassword } = request.body
+    const { name, permissions, expires_at: expiresAt, current_password: currentPassword, rate_limit: rateLimit, rate_quota: rateQuota } = request.body
+    checkPolicy({ rate_limit: rateLimit ?? null, rate_quota: rateQuota ?? null }, request.user.policy)
     if (expiresAt !== undefined && !(Date.parse(expiresAt) > Date.now())) throw new InvalidFields({ expires_at: ['must be in the future'] })
     // A time of year 9999 with a western offset is in year 10000 in UTC, which PostgreSQL keeps
     // but no ISO 8601 timestamp of four digits can show: the key could never be listed.
@@ -59,10 +69,21 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
       // The user's row first, as every write of a user's sessions and keys: a recovery that
       // committed since the check (and revoked the user's keys) is seen, not outlived.
       await request.passwordUnchanged(reply, trx, verified)
-      const made = await repository.create(request.user.id, { name, permissions, expiresAt }, trx)
+      const made = await repository.create(request.user.id, { name, permissions, expiresAt, rate_limit: rateLimit, rate_quota: rateQuota }, trx)
       secret = made.secret
       return made.record
     }, record => ({ body: { success: true as const, data: record, secret, message: 'API key made: its secret is shown this once' }, location: fastify.prefix }), { replayed: false })
+  })
+
+  fastify.patch('/:id', { schema: keySchemas.update }, async (request, reply) => {
+    const { name, rate_limit: rateLimit, rate_quota: rateQuota } = request.body
+    const key = await request.updateRecord(reply, kind, request.params.id, async (trx, key) => {
+      await mayManage(request, key.user_id, () => missing(key.id), trx)
+      const owner = key.user_id === request.user.id ? request.user.policy : await fastify.rateLimits.policyOf(key.user_id, trx)
+      checkPolicy({ rate_limit: rateLimit === undefined ? key.rate_limit : rateLimit, rate_quota: rateQuota === undefined ? key.rate_quota : rateQuota }, owner)
+      return repository.update(key.id, { name, rate_limit: rateLimit, rate_quota: rateQuota }, trx)
+    })
+    return { success: true as const, data: key, message: 'API key updated' }
   })
 
   fastify.delete('/:id', { schema: keySchemas.destroy }, async (request) => {

@@ -4,19 +4,23 @@ import type { CallerCache } from '../../../../lib/auth/caller-cache.js'
 import { apiKeyHash, apiKeyPrefix, newApiKey } from '../../../../lib/auth/api-keys.js'
 import type { Database } from '../../../../lib/db/prepared-query.js'
 import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
+import type { OwnPolicy } from '../../../../lib/limits/rate-policy.js'
 import type { ApiKey } from './schema.js'
+
+/** A key's own policy as a write sets it: null for none of its own, absent to leave it. */
+type KeyPolicy = Partial<OwnPolicy>
 
 /** A key as its owner sees it: never its secret. */
 export type ApiKeyRecord = Static<typeof ApiKey>
 
-const KEY_COLUMNS = 'id::float8 as id, user_id, name, prefix, permissions, created_at, expires_at, last_used_at'
+const KEY_COLUMNS = 'id::float8 as id, user_id, name, prefix, permissions, created_at, expires_at, last_used_at, rate_limit, rate_quota'
 
 function createApiKeysRepository (database: Database, cache: CallerCache) {
   const { knex } = database
 
   return {
     /** Makes a key: its record, and its secret, which nothing keeps. */
-    async create (userId: number, key: { name: string, permissions: string[], expiresAt: string | undefined }, trx: Knex): Promise<{ record: ApiKeyRecord, secret: string }> {
+    async create (userId: number, key: { name: string, permissions: string[], expiresAt: string | undefined } & KeyPolicy, trx: Knex): Promise<{ record: ApiKeyRecord, secret: string }> {
       const secret = newApiKey()
       const [record] = await trx('api_keys').insert({
         user_id: userId,
@@ -24,7 +28,9 @@ function createApiKeysRepository (database: Database, cache: CallerCache) {
         prefix: apiKeyPrefix(secret),
         hash: knex.raw('decode(?, \'hex\')', [apiKeyHash(secret)]),
         permissions: key.permissions,
-        expires_at: key.expiresAt ?? null
+        expires_at: key.expiresAt ?? null,
+        rate_limit: key.rate_limit ?? null,
+        rate_quota: key.rate_quota ?? null
       }).returning(knex.raw(KEY_COLUMNS))
       return { record: record as ApiKeyRecord, secret }
     },
@@ -38,6 +44,14 @@ function createApiKeysRepository (database: Database, cache: CallerCache) {
     async lock (id: number, trx: Knex): Promise<ApiKeyRecord | undefined> {
       if (!Number.isSafeInteger(id)) return undefined
       return trx('api_keys').first(trx.raw(KEY_COLUMNS)).where('id', id).whereNull('revoked_at').forNoKeyUpdate()
+    },
+
+    /** Renames the key, locked by `lock` in `trx`, or sets its policy: at once on this instance, on the others by notification. */
+    async update (id: number, changes: { name?: string | undefined } & KeyPolicy, trx: Knex): Promise<ApiKeyRecord> {
+      const set = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
+      const [record] = await trx('api_keys').where('id', id).update(set).returning(trx.raw(KEY_COLUMNS))
+      cache.afterCommit(trx, callers => callers.forgetKey(id))
+      return record as ApiKeyRecord
     },
 
     /** Revokes the key, locked by `lock` in `trx`: at once on this instance, on the others by notification. */

@@ -1,8 +1,9 @@
 import { Type } from '@sinclair/typebox'
-import { Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
+import { AtLeastOneOf, Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
 import { timestampInput } from '../../../../lib/http/timestamps.js'
 import { API_KEY_PATTERN } from '../../../../lib/auth/api-keys.js'
+import { policyFields } from '../roles/schema.js'
 
 export const keysTag = { name: 'keys', description: 'API keys: secrets for machine clients, each with permissions of its own' }
 // Managed with an access token only: a key makes no keys (no chains of keys).
@@ -23,15 +24,27 @@ export const ApiKey = Type.Object({
   permissions: PermissionNames,
   created_at: Timestamp,
   expires_at: Type.Union([Timestamp, Type.Null()], { description: 'When the key stops working; null if it does not expire' }),
-  last_used_at: Type.Union([Timestamp, Type.Null()], { description: 'When the key was last used; written at most once a minute' })
+  last_used_at: Type.Union([Timestamp, Type.Null()], { description: 'When the key was last used; written at most once a minute' }),
+  rate_limit: Type.Union([Type.String(), Type.Null()], { description: 'The key\'s own rate limit, spent beside its owner\'s; null: its owner\'s alone' }),
+  rate_quota: Type.Union([Type.String(), Type.Null()], { description: 'The key\'s own daily quota, spent beside its owner\'s; null: its owner\'s alone' })
 }, { $id: 'ApiKey', additionalProperties: false })
+
+/** A key's own policy, never above its owner's (400 otherwise): what the key spends beside its owner's allowance. */
+const keyPolicyFields = policyFields(false)
 
 export const NewApiKey = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'What the key is for', example: 'nightly export' }),
   permissions: PermissionNames,
   expires_at: Type.Optional(timestampInput({ description: 'When the key stops working, in the future (an offset within ±15:59); without it, never', example: '2036-06-30T00:00:00Z' })),
-  current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The maker\'s password as it is: an access token alone makes no key' })
+  current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The maker\'s password as it is: an access token alone makes no key' }),
+  rate_limit: Type.Optional(keyPolicyFields.rate_limit),
+  rate_quota: Type.Optional(keyPolicyFields.rate_quota)
 }, { $id: 'NewApiKey', additionalProperties: false })
+
+export const ApiKeyChange = AtLeastOneOf(Type.Object({
+  name: Type.String({ minLength: 1, maxLength: 100, description: 'What the key is for', example: 'nightly export' }),
+  ...keyPolicyFields
+}), { $id: 'ApiKeyChange' })
 
 const CreatedKey = Type.Object({
   success: Type.Literal(true),
@@ -56,9 +69,18 @@ export const keySchemas = {
     operationId: 'keys.store',
     summary: 'Make an API key',
     description: 'Answers the key\'s secret this once. Needs the caller\'s `current_password`: a wrong one is 401 and counts as a failed login ' +
-      '(rate limited per client IP and per e-mail address with logins, 429 with Retry-After). Its permissions must be ones the caller holds (403 otherwise). A key authenticates as `Authorization: Bearer sk_…` on every route its permissions allow, but cannot manage keys, sessions or the profile. Not replayed by `Idempotency-Key`: a secret is never stored to be answered again.',
+      '(rate limited per client IP and per e-mail address with logins, 429 with Retry-After). Its permissions must be ones the caller holds (403 otherwise). A key may carry a rate limit and a daily quota of its own, never above the caller\'s (400). A key authenticates as `Authorization: Bearer sk_…` on every route its permissions allow, but cannot manage keys, sessions or the profile. Not replayed by `Idempotency-Key`: a secret is never stored to be answered again.',
     body: Type.Ref(NewApiKey),
     response: { 201: CreatedKey, ...errorResponses(400, 401, 403, 413, 415, 429) }
+  },
+  update: {
+    ...auth,
+    operationId: 'keys.patch',
+    summary: 'Rename an API key, or change its policy',
+    description: 'Sets the key\'s name, or its own rate limit and daily quota (null: none of its own), which it spends beside its owner\'s allowance: never more than its owner\'s (400). Holds from the key\'s next request on, on every instance; audited. Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404. Takes no `If-Match`, as a revoke takes none.',
+    params: IdParams,
+    body: Type.Ref(ApiKeyChange),
+    response: { 200: Envelope(Type.Ref(ApiKey), { description: 'The key as changed' }), ...errorResponses(400, 401, 403, 404, 413, 415) }
   },
   destroy: {
     ...auth,
@@ -70,4 +92,4 @@ export const keySchemas = {
   }
 }
 
-export const keySharedSchemas = [ApiKey, NewApiKey]
+export const keySharedSchemas = [ApiKey, NewApiKey, ApiKeyChange]

@@ -4,6 +4,7 @@ import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import { ownPolicyProblems, type OwnPolicy } from '../../../../lib/limits/rate-policy.js'
 import { rolesRepository } from './repository.js'
 import { ADMIN_ROLE, Role, roleListFields, rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
@@ -45,6 +46,12 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
     return names.map(name => known.get(name)!)
   }
 
+  /** 400 if the role's policy is not one the service reads (a window of 1s to 1d, whole seconds; a quota of 1d). */
+  function checkPolicy (body: Partial<OwnPolicy>) {
+    const problems = ownPolicyProblems(body)
+    if (Object.keys(problems).length > 0) throw new InvalidFields(problems)
+  }
+
   fastify.get('/', { schema: roleSchemas.index, onRequest: fastify.can('role-list') }, async (request, reply) => {
     const list = fastify.lists.request(request, roleListFields)
     return fastify.lists.send(reply, list, await repository.query(list), { path: fastify.prefix, envelope: true })
@@ -57,9 +64,11 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   fastify.post('/', { schema: roleSchemas.store, onRequest: fastify.can('role-create') }, async (request, reply) => {
+    const { name, permission, rate_limit: rateLimit = null, rate_quota: rateQuota = null } = request.body
+    checkPolicy(request.body)
     return request.createRecord(reply, kind, async trx => {
-      const permissionIds = await changeable(request.body.permission, [], request.user.permissions, trx)
-      return repository.create(request.body.name, permissionIds, trx)
+      const permissionIds = await changeable(permission, [], request.user.permissions, trx)
+      return repository.create({ name, permissionIds, rateLimit, rateQuota }, trx)
     }, role => ({ body: { success: true as const, data: role, message: 'Role created' }, location: `${fastify.prefix}/${role.id}` }))
   })
 
@@ -72,6 +81,9 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
       handler: async (request, reply) => {
         const { id } = request.params
         const { name, permission } = request.body
+        checkPolicy(request.body)
+        // A replace leaves out what the role has none of: a policy of its own.
+        const policy = method === 'PUT' ? { rateLimit: request.body.rate_limit ?? null, rateQuota: request.body.rate_quota ?? null } : { rateLimit: request.body.rate_limit, rateQuota: request.body.rate_quota }
         const role = await request.updateRecord(reply, kind, id, async (trx, current) => {
           const before = current.permissions.map(p => p.name)
           if (current.name === ADMIN_ROLE) {
@@ -79,7 +91,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
             if (permission && before.some(p => !permission.includes(p))) throw conflict('The Admin role cannot lose a permission')
           }
           const permissionIds = await changeable(permission ?? before, before, request.user.permissions, trx)
-          return repository.update(id, { name, permissionIds: permission && permissionIds }, trx)
+          return repository.update(id, { name, permissionIds: permission && permissionIds, ...policy }, trx)
         })
         return { success: true as const, data: role, message: 'Role updated' }
       }

@@ -10,9 +10,12 @@ import type { Database } from '../../../../lib/db/prepared-query.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
 import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
 
+/** A role's own policy as a write sets it: null for none of its own. */
+interface PolicyChange { rateLimit: string | null, rateQuota: string | null }
+
 function createRolesRepository (database: Database, cache: CallerCache) {
   const { knex } = database
-  const columns = (trx: Knex) => ['r.id', 'r.name', 'r.created_at', 'r.updated_at', trx.raw(`coalesce(
+  const columns = (trx: Knex) => ['r.id', 'r.name', 'r.rate_limit', 'r.rate_quota', 'r.created_at', 'r.updated_at', trx.raw(`coalesce(
       (select json_agg(json_build_object('id', p.id, 'name', p.name) order by p.id)
        from role_permissions rp join permissions p on p.id = rp.permission_id
        where rp.role_id = r.id), '[]') as permissions`)]
@@ -61,9 +64,9 @@ function createRolesRepository (database: Database, cache: CallerCache) {
       return trx('permissions').select('id', 'name').orderBy('id')
     },
 
-    async create (name: string, permissionIds: number[], trx: Knex): Promise<Role> {
+    async create ({ name, permissionIds, rateLimit, rateQuota }: { name: string, permissionIds: number[] } & PolicyChange, trx: Knex): Promise<Role> {
       try {
-        const [{ id }] = await trx('roles').insert({ name }).returning('id')
+        const [{ id }] = await trx('roles').insert({ name, rate_limit: rateLimit, rate_quota: rateQuota }).returning('id')
         await setPermissions(trx, id, permissionIds)
         return (await select(trx).where('r.id', id).first()) as Role
       } catch (error) {
@@ -71,13 +74,17 @@ function createRolesRepository (database: Database, cache: CallerCache) {
       }
     },
 
-    async update (id: number, changes: { name?: string | undefined, permissionIds?: number[] | undefined }, trx: Knex): Promise<Role> {
+    async update (id: number, changes: { name?: string | undefined, permissionIds?: number[] | undefined } & Partial<PolicyChange>, trx: Knex): Promise<Role> {
       try {
-        await trx('roles').update({ ...(changes.name !== undefined && { name: changes.name }), updated_at: trx.fn.now() }).where({ id })
-        if (changes.permissionIds) {
-          await setPermissions(trx, id, changes.permissionIds)
-          cache.afterCommit(trx, callers => callers.clear())
-        }
+        await trx('roles').update({
+          ...(changes.name !== undefined && { name: changes.name }),
+          ...(changes.rateLimit !== undefined && { rate_limit: changes.rateLimit }),
+          ...(changes.rateQuota !== undefined && { rate_quota: changes.rateQuota }),
+          updated_at: trx.fn.now()
+        }).where({ id })
+        if (changes.permissionIds) await setPermissions(trx, id, changes.permissionIds)
+        // Its holders' permissions, or the policy they have and its name, may change.
+        cache.afterCommit(trx, callers => callers.clear())
         return (await select(trx).where('r.id', id).first()) as Role
       } catch (error) {
         throw nameTaken(error, changes.name)

@@ -10,6 +10,8 @@ export const Role = Type.Object({
   id: Type.Integer({ minimum: 1 }),
   name: Type.String(),
   permissions: Type.Array(Type.Ref(NamedRef)),
+  rate_limit: Type.Union([Type.String(), Type.Null()], { description: 'The role\'s own rate limit (`600/1m`, `off` for none); null: RATE_LIMIT\'s' }),
+  rate_quota: Type.Union([Type.String(), Type.Null()], { description: 'The role\'s own daily quota (`10000/1d`, `off` for none); null: RATE_QUOTA\'s' }),
   created_at: Timestamp,
   updated_at: Timestamp
 }, { $id: 'Role', additionalProperties: false })
@@ -24,14 +26,32 @@ export const roleListFields: ListFields = {
   permission: { type: 'text', operators: ['eq', 'ne', 'in'], description: 'the permissions the role holds, by name: `eq` and `in` keep roles holding one, `ne` roles holding none' }
 }
 
+/** A rate limit as a client writes one: `<count>/<duration>`; lib/limits/rate-policy.ts reads it. */
+export const RATE_FORM = '^[1-9][0-9]{0,9}/[1-9][0-9]{0,9}(ms|s|m|h|d)?$'
+/** A policy's parts a role (and a key) may carry: `off` too for a role, whose holders then have none. */
+export const policyFields = (off: boolean) => ({
+  rate_limit: Type.Union([Type.String({ pattern: off ? `^off$|${RATE_FORM}` : RATE_FORM, maxLength: 24 }), Type.Null()], {
+    description: `A rate limit of its own: \`<count>/<duration>\`, a bucket of \`count\` units refilled evenly over the window (whole seconds, 1s to 1d)${off ? ', or `off`' : ''}; null for none of its own`,
+    example: '600/1m'
+  }),
+  rate_quota: Type.Union([Type.String({ pattern: off ? `^off$|${RATE_FORM}` : RATE_FORM, maxLength: 24 }), Type.Null()], {
+    description: `A daily quota of its own: \`<count>/1d\`, units a UTC day${off ? ', or `off`' : ''}; null for none of its own`,
+    example: '10000/1d'
+  })
+})
+
 export const roleFields = {
   name: Type.String({ minLength: 1, maxLength: 255, description: 'Unique without regard to case', example: 'Editor' }),
   permission: Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
     uniqueItems: true, maxItems: 100, description: 'The names of the role\'s permissions', example: ['client-list', 'client-edit']
-  })
+  }),
+  ...policyFields(true)
 }
 
-export const RoleInput = Type.Object(roleFields, { $id: 'RoleInput', additionalProperties: false })
+/** A role's fields as a create or a replace takes them: its policy may be left out (none of its own). */
+const roleInputFields = { ...roleFields, rate_limit: Type.Optional(roleFields.rate_limit), rate_quota: Type.Optional(roleFields.rate_quota) }
+
+export const RoleInput = Type.Object(roleInputFields, { $id: 'RoleInput', additionalProperties: false })
 export type RoleInput = Static<typeof RoleInput>
 
 const RoleEnvelope = (description: string) => Envelope(Type.Ref(Role), { description })
@@ -63,7 +83,7 @@ export const roleSchemas = {
     ...auth,
     operationId: 'roles.store',
     summary: 'Create a role',
-    description: 'Nobody can create a role holding a permission they lack themselves (403).',
+    description: 'Nobody can create a role holding a permission they lack themselves (403). A role may carry a rate limit and a daily quota of its own: a user has, of each, the most generous of their roles\' (README, "Rate limits and quotas").',
     body: Type.Ref(RoleInput),
     headers: CreateHeaders,
     response: { 201: Created(TaggedRoleEnvelope, 'The new role; `Location` is its address'), ...errorResponses(400, 401, 403, 409, 413, 415, 422) }
@@ -72,7 +92,7 @@ export const roleSchemas = {
     ...auth,
     operationId: method === 'PUT' ? 'roles.update' : 'roles.patch',
     summary: method === 'PUT' ? 'Replace a role' : 'Change a role\'s name or permissions',
-    description: 'Nobody can give a role a permission they lack themselves (403). The Admin role cannot be renamed or lose a permission (409).',
+    description: 'Nobody can give a role a permission they lack themselves (403). The Admin role cannot be renamed or lose a permission (409). A replace without `rate_limit` or `rate_quota` leaves the role none of its own. A policy set or changed is audited, and holds from the holders\' next request on.',
     params: IdParams,
     body: method === 'PUT' ? Type.Ref(RoleInput) : AtLeastOneOf(Type.Object(roleFields)),
     headers: WriteHeaders,

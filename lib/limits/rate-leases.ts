@@ -94,24 +94,36 @@ export class RateLeases {
    * Spends `cost` units of `policy` for the caller `key`, or tells when they may be. A cost
    * above the policy's count is the count: a full bucket serves any request.
    */
-  async spend (key: string, policy: RatePolicy, cost: number): Promise<Decision> {
-    return this.spendAtMost(key, policy, Math.min(cost, policy.rate?.count ?? Infinity, policy.quota ?? Infinity))
+  spend (key: string, policy: RatePolicy, cost: number): Promise<Decision> {
+    const most = Math.min(cost, policy.rate?.count ?? Infinity, policy.quota ?? Infinity)
+    const decided = this.spendHere(key, policy, most)
+    return decided === undefined ? this.spendAtMost(key, policy, most) : Promise.resolve(decided)
+  }
+
+  /**
+   * `spend` told by this instance alone, at once: a lease that serves, or a refusal it keeps;
+   * undefined when the database is to be asked (or is being asked for the caller).
+   */
+  spendHere (key: string, policy: RatePolicy, cost: number): Decision | undefined {
+    const lease = this.leases.get(key)
+    if (lease === undefined || lease.taking !== undefined) return undefined
+    const now = this.now()
+    if (this.serves(lease, now) && lease.units >= cost) {
+      lease.units -= cost
+      lease.spent += cost
+      return { allowed: true, standing: this.standing(lease, policy, now) }
+    }
+    if (lease.refusal !== undefined && now < lease.refusal.until && cost >= lease.refusal.cost) return this.refused(lease, policy, cost, now, lease.refusal)
+    return undefined
   }
 
   private async spendAtMost (key: string, policy: RatePolicy, cost: number): Promise<Decision> {
     const lease = this.leases.get(key)
     if (lease?.taking !== undefined) {
       await lease.taking
-      return this.spendAtMost(key, policy, cost)
+      return this.spendHere(key, policy, cost) ?? this.spendAtMost(key, policy, cost)
     }
-    const now = this.now()
-    if (lease !== undefined && this.serves(lease, now) && lease.units >= cost) {
-      lease.units -= cost
-      lease.spent += cost
-      return { allowed: true, standing: this.standing(lease, policy, now) }
-    }
-    if (lease?.refusal !== undefined && now < lease.refusal.until && cost >= lease.refusal.cost) return this.refused(lease, policy, cost, now, lease.refusal)
-    return this.takeLease(key, policy, cost, lease, now)
+    return this.takeLease(key, policy, cost, lease, this.now())
   }
 
   /** The refusal this instance keeps for `key` now, if any: told without asking the database. */

@@ -5,6 +5,7 @@ import path from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { databaseEnv, startServer } from './server/process.js'
+import { startMailServer } from './mail-server.js'
 
 const run = promisify(execFile)
 
@@ -78,7 +79,10 @@ t.test('every curl line of the README and docs/ is found in a fenced block', asy
 t.test('every curl line of the README and docs/ runs as written against the service, in order: exit 0, the status it shows', async t => {
   // Pasted into single-quoted JSON, as a reader types theirs: no quote in it.
   const adminPassword = 'correct horse battery staple'
+  // The password reset's mail, read back for its token.
+  const mail = await startMailServer(t)
   const server = await startServer({
+    SMTP_URL: mail.url,
     ...await databaseEnv(t),
     // The README logs in as the administrator that the quick start makes.
     ADMIN_EMAIL: 'admin@example.com',
@@ -119,6 +123,7 @@ t.test('every curl line of the README and docs/ runs as written against the serv
     for (const [placeholder, tag] of tags) command = command.replaceAll(placeholder, tag)
     if (command.includes('eyJ…')) command = command.replaceAll('eyJ…', await accessToken())
     if (command.includes('/api/sessions/11')) command = command.replaceAll('/api/sessions/11', `/api/sessions/${await otherSession()}`)
+    if (command.includes('"token":"Vb0k…"')) command = command.replaceAll('Vb0k…', /token=([\w-]+)/.exec((await mail.next()).text ?? '')?.[1] ?? '')
     return command
       .replace(/("(?:current_)?password":")…"/g, (_, field) => `${field}${state.password}"`)
       .replaceAll('Xq3…', state.refresh)

@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   malformed_url: { status: 400, meaning: 'The URL cannot be decoded (a bad percent-encoding)' },
   malformed_request: { status: 400, meaning: 'The request is not valid HTTP, or its body is not as long as its `Content-Length`' },
   bad_request: { status: 400, meaning: 'Another request the service cannot take (a CORS preflight without `Origin` and `Access-Control-Request-Method`)', fallback: true },
+  invalid_reset_token: { status: 400, meaning: 'The password reset token is invalid, expired, spent, or not the latest one sent: ask for another' },
   unauthenticated: { status: 401, meaning: 'No bearer token or API key was sent (or an `Authorization` header of another form)', fallback: true },
   invalid_token: { status: 401, meaning: 'The token or API key is invalid, revoked or expired, or its session has ended: log in again' },
   token_expired: { status: 401, meaning: 'The access token has expired: refresh it' },
@@ -39,6 +40,7 @@ export const ERROR_CODES = {
   rate_limited: { status: 429, meaning: 'The caller\'s rate limit or daily quota is spent (`RateLimit` tells what is left, `message` which), or too many attempts, or requests for unknown routes, in the window (with `Retry-After`)', fallback: true },
   headers_too_large: { status: 431, meaning: 'The request\'s headers (or URL) are larger than the limit', fallback: true },
   internal_error: { status: 500, meaning: 'The server failed; the body says nothing of the cause', fallback: true },
+  mail_unavailable: { status: 503, meaning: 'The service sends no mail (`SMTP_URL` is not set): password reset and e-mail verification are off' },
   unavailable: { status: 503, meaning: 'The database is out of reach or busy, or the service overloaded, shutting down or too slow (with `Retry-After`); nothing was changed', fallback: true }
 } as const satisfies Record<string, { status: number, meaning: string, fallback?: true }>
 

@@ -48,6 +48,8 @@ export interface Config {
   webhooks: WebhooksConfig
   /** What every caller may spend (RATE_LIMIT, RATE_QUOTA): per user for a token or key, per address for anonymous callers. */
   rateLimits: { rate: Rate | null, quota: number | null }
+  /** Outgoing mail (SMTP_URL, MAIL_FROM, PUBLIC_URL): null without SMTP_URL, when the routes that send mail answer 503. */
+  mail: MailConfig | null
   /** Where the Prometheus metrics are served, apart from the API; null: not at all (METRICS_PORT=off). */
   metrics: MetricsConfig | null
   /** OpenTelemetry traces sent over OTLP/HTTP; null: off, and the requests pay nothing for them. */
@@ -395,6 +397,25 @@ function tracing (env: Env): TracingConfig | null {
   return { endpoint: url, serviceName: text(env, 'OTEL_SERVICE_NAME', 'student-records-api') }
 }
 
+export interface MailConfig {
+  /** `smtp://` or `smtps://`, with user and password if the server asks for them. */
+  smtpUrl: string
+  /** The sender of every mail: `Student Records <no-reply@example.com>`. */
+  from: string
+  /** Where the service's users reach it (a front end that serves the links of the mails): the links begin with it. */
+  publicUrl: string
+}
+
+/** Outgoing mail: on with SMTP_URL; PUBLIC_URL is where the links of the mails point. */
+function mail (env: Env, port: number): MailConfig | null {
+  const smtpUrl = optional(env, 'SMTP_URL')
+  if (smtpUrl === undefined) return null
+  if (!URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol)) throw new ConfigError(`SMTP_URL must be an smtp:// or smtps:// URL, got "${smtpUrl}"`)
+  const publicUrl = text(env, 'PUBLIC_URL', `http://localhost:${port}`).replace(/\/+$/, '')
+  if (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol)) throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${publicUrl}"`)
+  return { smtpUrl, from: text(env, 'MAIL_FROM', 'Student Records <no-reply@localhost>'), publicUrl }
+}
+
 /**
  * Reads and validates the configuration; throws a ConfigError naming the bad variable. A
  * relative DATA_DIR is taken from `folder` (where `npm start` runs the service: the package's).
@@ -494,6 +515,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       retryForMs: milliseconds(env, 'WEBHOOK_RETRY_FOR', 3 * MS_PER_UNIT.d),
       disableAfterMs: milliseconds(env, 'WEBHOOK_DISABLE_AFTER', 5 * MS_PER_UNIT.d)
     },
+    mail: mail(env, integer(env, 'PORT', 3000, 0, 65535)),
     rateLimits: {
       rate: policyPart(env, 'RATE_LIMIT', parseRate),
       quota: policyPart(env, 'RATE_QUOTA', parseQuota)

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { databaseBusy, databaseUnavailable, foreignKeyRefusal } from '../../lib/db/db-errors.js'
-import { codeOf, type ErrorCode } from '../../lib/http/error-codes.js'
+import { CodedError, codeOf, type ErrorCode } from '../../lib/http/error-codes.js'
 import { InvalidFields, InvalidRows } from '../../lib/http/invalid-fields.js'
 import { PreconditionFailedError } from './conditional-requests.js'
 import { HandlerTimeoutError } from './request-timing.js'
@@ -166,6 +166,11 @@ export default fp(async (fastify) => {
       request.log.error({ err: error }, 'database unavailable')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'unavailable', 'The database is unavailable; try again later')
+    }
+    // A service that is off by configuration (no SMTP_URL): its own code, and no log of a fault.
+    if (error instanceof CodedError && error.statusCode === 503) {
+      reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+      return sendError(reply, 503, error.errorCode, error.message)
     }
     const referred = foreignKeyRefusal(error, request.method)
     if (referred !== undefined) {

@@ -61,6 +61,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
     outbox: { enabled: true, retentionSeconds: 30 * 86_400, heartbeatSeconds: 15 },
     webhooks: { allowPrivate: false, timeoutMs: 10_000, firstRetryMs: 5_000, retryForMs: 3 * 86_400_000, disableAfterMs: 5 * 86_400_000 },
     rateLimits: { rate: null, quota: null },
+    mail: null,
     metrics: { host: '127.0.0.1', port: 9464 },
     tracing: null
   })
@@ -346,4 +347,14 @@ t.test('the address start-up logs: localhost for every interface, brackets for I
 
 t.test('a relative DATA_DIR is taken from the folder given', async t => {
   t.equal(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, DATA_DIR: 'data' }, '/srv/app').dataDir, '/srv/app/data')
+})
+
+t.test('SMTP_URL turns mail on, from MAIL_FROM, its links from PUBLIC_URL', async t => {
+  t.same(loadConfig({ SMTP_URL: 'smtp://mail.example.com:587', PORT: '8080' }).mail,
+    { smtpUrl: 'smtp://mail.example.com:587', from: 'Student Records <no-reply@localhost>', publicUrl: 'http://localhost:8080' })
+  t.same(loadConfig({ SMTP_URL: 'smtps://u:p@mail.example.com', MAIL_FROM: 'Records <r@example.com>', PUBLIC_URL: 'https://records.example.com/app/' }).mail,
+    { smtpUrl: 'smtps://u:p@mail.example.com', from: 'Records <r@example.com>', publicUrl: 'https://records.example.com/app' }, 'a trailing / left out')
+  t.equal(loadConfig({ PUBLIC_URL: 'https://records.example.com' }).mail, null, 'no SMTP_URL: no mail')
+  t.throws(() => loadConfig({ SMTP_URL: 'http://mail.example.com' }), { name: 'ConfigError', message: /^SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/ })
+  t.throws(() => loadConfig({ SMTP_URL: 'smtp://mail.example.com', PUBLIC_URL: 'records.example.com' }), { name: 'ConfigError', message: /^PUBLIC_URL must be an http or https URL/ })
 })

@@ -1,0 +1,99 @@
+import { randomInt } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
+import { confirmedPassword } from '../../../../lib/auth/passwords.js'
+import { credentialQueries } from '../../../../lib/auth/credential-queries.js'
+import { newResetToken, RESET_TOKEN_TTL_SECONDS, resetTokenHash } from '../../../../lib/auth/reset-tokens.js'
+import { CodedError } from '../../../../lib/http/error-codes.js'
+import { passwordResetMail } from '../../../../lib/mail/password-reset-mail.js'
+import { apiKeysRepository } from '../../(authenticated)/keys/repository.js'
+import { usersRepository } from '../../(authenticated)/users/repository.js'
+import { passwordSchemas } from './schema.js'
+
+/** The mail of a password reset goes out within this long of its answer, at a random moment. */
+const MAIL_DELAY_MS = 1_000
+
+/** Small bodies: an address, or a token and a password twice. */
+const BODY_LIMIT = 4 * 1024
+
+/** The reset of this token's hash, if it still works: not expired, its user not deleted. */
+const usable = (db: Knex, hash: Buffer) => db('password_resets').where('token_hash', hash).where('expires_at', '>', db.fn.now())
+  .whereIn('user_id', db('users').select('id').whereNull('deleted_at'))
+
+const invalidToken = () => new CodedError('invalid_reset_token', 'The password reset token is invalid, expired or spent: ask for another')
+
+/**
+ * `/api/password/forgot` and `/api/password/reset`: a password reset by mail, for a user who
+ * forgot theirs (README, "Password reset"). Needs SMTP_URL (plugins/app/mail.ts).
+ */
+const password: FastifyPluginAsyncTypebox = async (fastify) => {
+  const credentials = credentialQueries(fastify.database)
+  const users = usersRepository(fastify.database, fastify.callerCache)
+  const keys = apiKeysRepository(fastify.database, fastify.callerCache)
+  // Mails being sent after their requests were answered: the instance waits for them as it closes.
+  const sending = new Set<Promise<void>>()
+  fastify.addHook('onClose', async () => { await Promise.allSettled(sending) })
+
+  /**
+   * Makes the user's token, replacing any earlier one, with its audit entry, and mails its link,
+   * within a second, at a random moment: the work for a known address (a write and a mail) does
+   * not fall on the requests that follow the answer, whose times would tell it.
+   */
+  async function sendReset (request: FastifyRequest, email: string) {
+    await sleep(randomInt(MAIL_DELAY_MS))
+    const user = await credentials.find(email)
+    if (user === undefined) return
+    const { token, hash } = newResetToken()
+    await fastify.knex.transaction(async trx => {
+      await trx('password_resets').insert({ user_id: user.id, token_hash: hash, expires_at: trx.raw('now() + make_interval(secs => ?)', [RESET_TOKEN_TTL_SECONDS]), created_at: trx.fn.now() })
+        .onConflict('user_id').merge()
+      await request.audit(trx, { action: 'reset-request', resource: 'user', id: user.id, actor: { id: null } })
+    })
+    // To the address the user has, not as it was typed (which names the same user in another case).
+    const { email: address } = await fastify.knex('users').where({ id: user.id }).first('email') as { email: string }
+    const link = `${fastify.mail.publicUrl}/reset-password?token=${token}`
+    await fastify.mail.send(passwordResetMail(address, link, RESET_TOKEN_TTL_SECONDS / 60))
+  }
+
+  // Answered before the address is looked up: the same answer, in the same time, for an
+  // address no user has.
+  fastify.post('/forgot', { schema: passwordSchemas.forgot, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('password-forgot') }, async (request, reply) => {
+    fastify.mail.ensureOn()
+    const sent = sendReset(request, request.body.email)
+      .catch((error: unknown) => request.log.warn({ err: error }, 'could not send a password reset mail'))
+      .finally(() => sending.delete(sent))
+    sending.add(sent)
+    return reply.code(202).send({ success: true as const, message: 'If a user has this address, a link to reset the password is on its way to it' })
+  })
+
+  fastify.post('/reset', { schema: passwordSchemas.reset, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('password-reset') }, async (request) => {
+    const { token, password: newPassword, c_password: confirmation } = request.body
+    const hash = resetTokenHash(token)
+    // Hashed only for a token that works (and read again, under the user's lock, below).
+    const found = await usable(fastify.knex, hash).first('user_id')
+    if (found === undefined) throw invalidToken()
+    const passwordHash = await fastify.passwords.hash(confirmedPassword(newPassword, confirmation))
+    await request.recordEvents(async trx => {
+      // Spent in the transaction that uses it: of two resets with one token, one sets the password.
+      const [spent] = await usable(trx, hash).delete().returning('user_id') as Array<{ user_id: number }>
+      if (spent === undefined) throw invalidToken()
+      const userId = spent.user_id
+      await users.update(userId, { passwordHash }, trx)
+      await users.endAllSessions(userId, trx)
+      const revoked = await keys.revokeAll(userId, trx)
+      const actor = { id: userId }
+      return {
+        result: undefined,
+        events: [
+          { action: 'reset-password' as const, resource: 'user', id: userId, before: {}, after: {}, secrets: ['password'], actor },
+          ...revoked.map(key => ({ action: 'revoke' as const, resource: 'key', id: key.id, before: key, actor }))
+        ]
+      }
+    })
+    return { success: true as const, message: 'The password is set; every session and API key of the account has ended: log in again' }
+  })
+}
+
+export default password

@@ -408,12 +408,13 @@ export interface MailConfig {
 
 /** Outgoing mail: on with SMTP_URL; PUBLIC_URL is where the links of the mails point. */
 function mail (env: Env, port: number): MailConfig | null {
+  // All three read, and checked, whether mail is on or not: a mistake shows at the first start.
   const smtpUrl = optional(env, 'SMTP_URL')
-  if (smtpUrl === undefined) return null
-  if (!URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol)) throw new ConfigError(`SMTP_URL must be an smtp:// or smtps:// URL, got "${smtpUrl}"`)
+  if (smtpUrl !== undefined && (!URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol))) throw new ConfigError(`SMTP_URL must be an smtp:// or smtps:// URL, got "${smtpUrl}"`)
+  const from = text(env, 'MAIL_FROM', 'Student Records <no-reply@localhost>')
   const publicUrl = text(env, 'PUBLIC_URL', `http://localhost:${port}`).replace(/\/+$/, '')
   if (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol)) throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${publicUrl}"`)
-  return { smtpUrl, from: text(env, 'MAIL_FROM', 'Student Records <no-reply@localhost>'), publicUrl }
+  return smtpUrl === undefined ? null : { smtpUrl, from, publicUrl }
 }
 
 /**

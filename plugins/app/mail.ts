@@ -1,4 +1,7 @@
+import { randomInt } from 'node:crypto'
+import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
+import type { FastifyRequest } from 'fastify'
 import nodemailer from 'nodemailer'
 import { CodedError } from '../../lib/http/error-codes.js'
 import type { Message } from '../../lib/mail/message.js'
@@ -16,7 +19,16 @@ export interface Mail {
   ensureOn (): void
   /** Sends the message through the SMTP server of SMTP_URL, from MAIL_FROM. */
   send (message: Message): Promise<void>
+  /**
+   * Runs `work` (a look-up, a write, a mail) after the request is answered, within a second, at
+   * a random moment: what a known address costs does not fall on the requests that follow the
+   * answer, whose times would tell it. A failure is logged; the instance waits for it as it closes.
+   */
+  later (request: FastifyRequest, what: string, work: () => Promise<void>): void
 }
+
+/** Work done `later` starts within this long of its request's answer. */
+const LATER_MS = 1_000
 
 /**
  * Outgoing mail through SMTP (nodemailer), for the routes that send a link by mail (password
@@ -25,6 +37,7 @@ export interface Mail {
 export default fp(async (fastify) => {
   const config = fastify.config.mail
   const transport = config === null ? undefined : nodemailer.createTransport(config.smtpUrl)
+  const pending = new Set<Promise<void>>()
   fastify.decorate('mail', {
     publicUrl: config?.publicUrl ?? '',
     ensureOn () {
@@ -33,7 +46,16 @@ export default fp(async (fastify) => {
     async send (message) {
       this.ensureOn()
       await transport!.sendMail({ from: config!.from, ...message })
+    },
+    later (request, what, work) {
+      const done: Promise<void> = sleep(randomInt(LATER_MS)).then(work)
+        .catch((error: unknown) => request.log.warn({ err: error }, `could not send ${what}`))
+        .finally(() => pending.delete(done))
+      pending.add(done)
     }
   } satisfies Mail)
-  if (transport !== undefined) fastify.addHook('onClose', async () => transport.close())
+  fastify.addHook('onClose', async () => {
+    await Promise.allSettled(pending)
+    transport?.close()
+  })
 }, { name: 'mail', dependencies: ['config'] })

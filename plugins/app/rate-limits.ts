@@ -94,9 +94,19 @@ export default fp(async (fastify) => {
 
   /** The fields of the allowances and what is left of those asked; past a limit, 429. */
   const answer = (reply: FastifyReply, allowances: readonly Allowance[], decisions: ReadonlyArray<Decision | undefined>) => {
-    reply.header('ratelimit-policy', allowances.map(({ policy }) => policyText(policy)).join(', '))
-      .header('ratelimit', decisions.flatMap((decision, i) => decision === undefined ? [] : [limitField(allowances[i]!.policy, decision.standing)]).join(', '))
-    const refusal = decisions.findIndex(decision => decision?.allowed === false)
+    // Written by hand, not mapped and joined: every limited answer comes this way.
+    let policies = ''
+    let left = ''
+    let refusal = -1
+    for (let i = 0; i < allowances.length; i++) {
+      const { policy } = allowances[i]!
+      policies += (i === 0 ? '' : ', ') + policyText(policy)
+      const decision = decisions[i]
+      if (decision === undefined) continue
+      left += (left === '' ? '' : ', ') + limitField(policy, decision.standing)
+      if (!decision.allowed) refusal = i
+    }
+    reply.header('ratelimit-policy', policies).header('ratelimit', left)
     if (refusal === -1) return
     const decision = decisions[refusal] as Extract<Decision, { allowed: false }>
     const { policy, caller } = allowances[refusal]!
@@ -116,12 +126,17 @@ export default fp(async (fastify) => {
   const spend = (request: FastifyRequest, reply: FastifyReply, allowances: readonly Allowance[], cost: number): Promise<void> | undefined => {
     const units = Math.min(cost, mostOf(allowances) - request.unitsSpent)
     if (units <= 0) return undefined
-    const decisions: Array<Decision | undefined> = allowances.map(() => undefined)
-    const giveBackBefore = (i: number) => { for (const given of allowances.slice(0, i)) chargeTo(request, given, -units) }
-    /** Notes allowance i's decision; refused, gives the others' units back and throws the 429. */
+    const decisions: Array<Decision | undefined> = []
+    const giveBackBefore = (i: number) => { for (let j = 0; j < i; j++) chargeTo(request, allowances[j]!, -units) }
+    /** Notes allowance i's decision; refused, gives the others' units back and throws the 429 with the fields. */
     const decided = (i: number, decision: Decision) => {
       decisions[i] = decision
-      if (!decision.allowed) giveBackBefore(i)
+      if (decision.allowed) return
+      giveBackBefore(i)
+      answer(reply, allowances, decisions)
+    }
+    const spent = () => {
+      request.unitsSpent += units
       answer(reply, allowances, decisions)
     }
     /** Asks the database for allowance `from` and those after it, in turn. */
@@ -131,7 +146,7 @@ export default fp(async (fastify) => {
         // The database failing (503): what the others gave goes back.
         decided(i, await leases.spend(caller, policy, units).catch((error: unknown) => { giveBackBefore(i); throw error }))
       }
-      request.unitsSpent += units
+      spent()
     }
     for (let i = 0; i < allowances.length; i++) {
       const { caller, policy } = allowances[i]!
@@ -139,7 +154,7 @@ export default fp(async (fastify) => {
       if (here === undefined) return ask(i)
       decided(i, here)
     }
-    request.unitsSpent += units
+    spent()
     return undefined
   }
 

@@ -1,5 +1,3 @@
-import { randomInt } from 'node:crypto'
-import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
@@ -11,9 +9,6 @@ import { passwordResetMail } from '../../../../lib/mail/password-reset-mail.js'
 import { apiKeysRepository } from '../../(authenticated)/keys/repository.js'
 import { usersRepository } from '../../(authenticated)/users/repository.js'
 import { passwordSchemas } from './schema.js'
-
-/** The mail of a password reset goes out within this long of its answer, at a random moment. */
-const MAIL_DELAY_MS = 1_000
 
 /** Small bodies: an address, or a token and a password twice. */
 const BODY_LIMIT = 4 * 1024
@@ -32,17 +27,8 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
   const credentials = credentialQueries(fastify.database)
   const users = usersRepository(fastify.database, fastify.callerCache)
   const keys = apiKeysRepository(fastify.database, fastify.callerCache)
-  // Mails being sent after their requests were answered: the instance waits for them as it closes.
-  const sending = new Set<Promise<void>>()
-  fastify.addHook('onClose', async () => { await Promise.allSettled(sending) })
-
-  /**
-   * Makes the user's token, replacing any earlier one, with its audit entry, and mails its link,
-   * within a second, at a random moment: the work for a known address (a write and a mail) does
-   * not fall on the requests that follow the answer, whose times would tell it.
-   */
+  /** Makes the user's token, replacing any earlier one, with its audit entry, and mails its link. */
   async function sendReset (request: FastifyRequest, email: string) {
-    await sleep(randomInt(MAIL_DELAY_MS))
     const user = await credentials.find(email)
     if (user === undefined) return
     const { token, hash } = newResetToken()
@@ -61,10 +47,7 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
   // address no user has.
   fastify.post('/forgot', { schema: passwordSchemas.forgot, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('password-forgot') }, async (request, reply) => {
     fastify.mail.ensureOn()
-    const sent = sendReset(request, request.body.email)
-      .catch((error: unknown) => request.log.warn({ err: error }, 'could not send a password reset mail'))
-      .finally(() => sending.delete(sent))
-    sending.add(sent)
+    fastify.mail.later(request, 'a password reset mail', async () => sendReset(request, request.body.email))
     return reply.code(202).send({ success: true as const, message: 'If a user has this address, a link to reset the password is on its way to it' })
   })
 

@@ -1,18 +1,9 @@
 import t from 'tap'
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { build, buildApp, createDatabase, lockWaiters, testConfig, within, type ConfigChange } from '../../helper.js'
+import type { LightMyRequestResponse } from 'fastify'
+import { build, buildApp, createDatabase, lockWaiters, testConfig, within } from '../../helper.js'
+import { clockOf, limited, statuses } from './rate-clock.js'
 import { student } from '../../routes/students/fixtures.js'
 import { bearer, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
-
-/** A clock the test moves: the leases' and the shared buckets' time. */
-function clockOf (...apps: FastifyInstance[]) {
-  const clock = { ms: Date.UTC(2026, 10, 28, 12, 0, 0), tick: (seconds: number) => { clock.ms += seconds * 1_000 } }
-  for (const app of apps) app.rateLimits.leases.now = () => clock.ms
-  return clock
-}
-
-const limited = (rate: { count: number, windowSeconds: number } | null, quota: number | null = null): ConfigChange => ({ rateLimits: { rate, quota } })
-const statuses = (answers: LightMyRequestResponse[]) => answers.map(res => res.statusCode)
 
 t.test('an anonymous caller spends its address\'s bucket: the fields on every answer, then 429 with Retry-After until a unit is back', async t => {
   const app = await build(t, limited({ count: 5, windowSeconds: 10 }))

@@ -1,18 +1,9 @@
 import t from 'tap'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import { buildApp, build, createDatabase, testConfig, within, type ConfigChange } from '../../helper.js'
+import { buildApp, build, createDatabase, testConfig, within } from '../../helper.js'
+import { clockOf, limited, statuses } from './rate-clock.js'
 import { bearer, PASSWORD, roleWithPermissions, userWithRoles, userWithRoles as logIn } from '../../routes/api/accounts.js'
 import { namedPolicy } from '../../../lib/limits/rate-policy.js'
-
-/** A clock the test moves: the leases' and the shared buckets' time. */
-function clockOf (...apps: FastifyInstance[]) {
-  const clock = { ms: Date.UTC(2026, 10, 28, 12, 0, 0), tick: (seconds: number) => { clock.ms += seconds * 1_000 } }
-  for (const app of apps) app.rateLimits.leases.now = () => clock.ms
-  return clock
-}
-
-const limited = (rate: { count: number, windowSeconds: number } | null, quota: number | null = null): ConfigChange => ({ rateLimits: { rate, quota } })
-const statuses = (answers: LightMyRequestResponse[]) => answers.map(res => res.statusCode)
 
 /** `n` requests of `token`'s, one after another. */
 async function requests (app: FastifyInstance, token: string, n: number, url = '/api/clients'): Promise<LightMyRequestResponse[]> {

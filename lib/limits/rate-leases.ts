@@ -1,5 +1,5 @@
 import { LruMap } from 'toad-cache'
-import { DAY_SECONDS, type Rate, type RatePolicy, type Standing } from './rate-policy.js'
+import { DAY_SECONDS, samePolicy, type Rate, type RatePolicy, type Standing } from './rate-policy.js'
 
 /** A take from a caller's shared bucket and day (db/migrations/20261208000000_rate_usage.ts's `rate_take`). */
 export interface TakeArgs {
@@ -102,11 +102,13 @@ export class RateLeases {
 
   /**
    * `spend` told by this instance alone, at once: a lease that serves, or a refusal it keeps;
-   * undefined when the database is to be asked (or is being asked for the caller).
+   * undefined when the database is to be asked (or is being asked for the caller). A lease or
+   * a refusal of another policy (the caller's role or key changed since) tells nothing: the
+   * new policy holds from the caller's next request.
    */
   spendHere (key: string, policy: RatePolicy, cost: number): Decision | undefined {
     const lease = this.leases.get(key)
-    if (lease === undefined || lease.taking !== undefined) return undefined
+    if (lease === undefined || lease.taking !== undefined || !samePolicy(lease.policy, policy)) return undefined
     const now = this.now()
     if (this.serves(lease, now) && lease.units >= cost) {
       lease.units -= cost
@@ -130,14 +132,16 @@ export class RateLeases {
   refusing (key: string, policy: RatePolicy): Decision | undefined {
     const lease = this.leases.get(key)
     const now = this.now()
-    if (lease?.refusal === undefined || now >= lease.refusal.until) return undefined
+    if (lease?.refusal === undefined || now >= lease.refusal.until || !samePolicy(lease.policy, policy) || lease.units >= lease.refusal.cost) return undefined
     return this.refused(lease, policy, lease.refusal.cost, now, lease.refusal)
   }
 
   /**
    * Charges `units` to `key` whatever is left: a cost known once its request has run (the rows
-   * of an import or an export), or, negative, units given back (a request answered 503). This
-   * instance's units go back with it, and its next request takes anew.
+   * of an import or an export), or, negative, units given back (a request refused by another
+   * of its allowances, or answered 503). Units given back to a lease that serves join it, at
+   * once: the caller's next requests here spend them, none refused for want of them meanwhile.
+   * Otherwise this instance's units go back with the charge, and its next request takes anew.
    */
   async charge (key: string, policy: RatePolicy, units: number): Promise<void> {
     const lease = this.leases.get(key)
@@ -146,6 +150,11 @@ export class RateLeases {
       return this.charge(key, policy, units)
     }
     const now = this.now()
+    if (units < 0 && lease !== undefined && this.serves(lease, now) && samePolicy(lease.policy, policy)) {
+      lease.units -= units
+      lease.spent = Math.max(0, lease.spent + units)
+      return
+    }
     const returned = this.unspent(lease, now)
     this.leases.delete(key)
     await this.store.take({ key, at: now, policy, cost: 0, wanted: 0, returned, charge: units })
@@ -184,13 +193,14 @@ export class RateLeases {
 
   /**
    * What is left of `policy` for `key`: the shared tables' view, with this instance's units
-   * not spent yet (another instance's count as spent until they are given back).
+   * not spent yet, which it gives back if nobody spends them (another instance's count as
+   * spent until they are given back).
    */
   async usage (key: string, policy: RatePolicy): Promise<Standing & { used: number }> {
     const now = this.now()
     const held = await this.store.read(key, now)
     const lease = this.leases.get(key)
-    const units = lease !== undefined && this.serves(lease, now) ? lease.units : 0
+    const units = lease !== undefined && dayOf(lease.at) === dayOf(now) ? lease.units : 0
     const bucket = held.tokens === null ? undefined : { at: held.takenAt!, tokens: held.tokens }
     return { ...this.figures(policy, now, bucket, held.used, units), used: held.used - units }
   }

@@ -20,26 +20,36 @@ export interface RatePolicy {
 export const DAY_SECONDS = 86_400
 const MOST = 1_000_000_000
 
-/** A `<count>/<duration>` (`600/1m`, `20/10s`), null for `off`, or what is wrong with `text`. */
-export function parseRate (text: string): Rate | null | string {
-  if (text === 'off') return null
+/**
+ * A `<count>/<duration>` (`600/1m`, `20/10s`), null for `off` where `off` is allowed (a key's
+ * policy has no `off`: it never lifts its owner's), or what is wrong with `text`.
+ */
+export function parseRate (text: string, off = true): Rate | null | string {
+  if (off && text === 'off') return null
   const [count, window, ...more] = text.split('/')
   const ms = window === undefined || more.length > 0 ? undefined : durationMs(window)
-  if (!/^\d+$/.test(count!) || ms === undefined) return 'must be <count>/<duration> (600/1m, 20/10s), or off'
+  if (!/^\d+$/.test(count!) || ms === undefined) return `must be <count>/<duration> (600/1m, 20/10s)${off ? ', or off' : ''}`
   if (Number(count) < 1 || Number(count) > MOST) return `must count from 1 to ${MOST}`
   if (ms % 1_000 !== 0 || ms < 1_000 || ms > DAY_SECONDS * 1_000) return 'must have a window of whole seconds, from 1s to 1d'
   return { count: Number(count), windowSeconds: ms / 1_000 }
 }
 
-/** A `<count>/1d` (`10000/1d`), null for `off`, or what is wrong with `text`. */
-export function parseQuota (text: string): number | null | string {
-  const rate = parseRate(text)
+/** A `<count>/1d` (`10000/1d`), null for `off` where allowed, or what is wrong with `text`. */
+export function parseQuota (text: string, off = true): number | null | string {
+  const rate = parseRate(text, off)
   if (rate === null || typeof rate === 'string') return rate
-  return rate.windowSeconds === DAY_SECONDS ? rate.count : 'must be <count>/1d (10000/1d), or off'
+  return rate.windowSeconds === DAY_SECONDS ? rate.count : `must be <count>/1d (10000/1d)${off ? ', or off' : ''}`
 }
 
 /** The policy of `rate` and `quota` named `name` (and `name-daily` for its quota). */
 export const namedPolicy = (name: string, rate: Rate | null, quota: number | null): RatePolicy => ({ name, rate, quota, quotaName: `${name}-daily` })
+
+/**
+ * Whether `a` and `b` are one policy: the same object, or read anew with the same parts (a
+ * caller's next token, a cache refilled) and so to be spent as one.
+ */
+export const samePolicy = (a: RatePolicy, b: RatePolicy) => a === b ||
+  (a.name === b.name && a.quotaName === b.quotaName && a.quota === b.quota && a.rate?.count === b.rate?.count && a.rate?.windowSeconds === b.rate?.windowSeconds)
 
 /** Whether the policy limits anything. */
 export const limits = (policy: RatePolicy) => policy.rate !== null || policy.quota !== null
@@ -51,12 +61,15 @@ export interface OwnPolicy { rate_limit: string | null, rate_quota: string | nul
 export interface RolePolicy extends OwnPolicy { name: string }
 
 /**
- * A name a policy of a role goes by in the RateLimit fields (a structured-field String) and in
- * the metrics' labels: the role's name in lower case, runs of other characters than letters,
- * digits, `.`, `_` and `-` made one `-`, 40 characters at most.
+ * The name a role's rate goes by in the RateLimit fields (a structured-field String, of ASCII),
+ * the usage and the metrics' labels: `role:` and the role's name percent-encoded as in a URL
+ * (`Partner Sync`: `role:Partner%20Sync`), its quota's the same with `-daily`. One name for one
+ * role, never `default`'s or `key`'s: a name's `-daily` at its end is encoded (`%2Ddaily`), so
+ * that no rate's name is another role's quota's.
  */
 export function roleLabel (roleName: string): string {
-  return roleName.toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40) || 'role'
+  const encoded = encodeURIComponent(roleName)
+  return `role:${encoded.endsWith('-daily') ? `${encoded.slice(0, -'-daily'.length)}%2Ddaily` : encoded}`
 }
 
 /** Whether rate `a` allows more than `b`: more units a second, then a larger burst; null (none) the most. */
@@ -94,18 +107,21 @@ export function userPolicy (fallback: RatePolicy, roles: readonly RolePolicy[]):
  * `key-daily`; undefined for a key of none. A part the service does not read counts as none.
  */
 export function keyPolicy (own: OwnPolicy): RatePolicy | undefined {
-  const rate = own.rate_limit === null ? null : parseRate(own.rate_limit)
-  const quota = own.rate_quota === null ? null : parseQuota(own.rate_quota)
+  const rate = own.rate_limit === null ? null : parseRate(own.rate_limit, false)
+  const quota = own.rate_quota === null ? null : parseQuota(own.rate_quota, false)
   const policy = namedPolicy('key', typeof rate === 'string' ? null : rate, typeof quota === 'string' ? null : quota)
   return limits(policy) ? policy : undefined
 }
 
-/** What is wrong with the parts of a policy a client sets (a role's, a key's): by field, none if nothing. */
-export function ownPolicyProblems (own: Partial<OwnPolicy>): Record<string, string[]> {
+/**
+ * What is wrong with the parts of a policy a client sets (a role's, with `off`; a key's, with
+ * none): by field, none if nothing.
+ */
+export function ownPolicyProblems (own: Partial<OwnPolicy>, off: boolean): Record<string, string[]> {
   const problems: Record<string, string[]> = {}
-  const rate = typeof own.rate_limit === 'string' ? parseRate(own.rate_limit) : null
+  const rate = typeof own.rate_limit === 'string' ? parseRate(own.rate_limit, off) : null
   if (typeof rate === 'string') problems.rate_limit = [rate]
-  const quota = typeof own.rate_quota === 'string' ? parseQuota(own.rate_quota) : null
+  const quota = typeof own.rate_quota === 'string' ? parseQuota(own.rate_quota, off) : null
   if (typeof quota === 'string') problems.rate_quota = [quota]
   return problems
 }

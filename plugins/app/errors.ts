@@ -153,17 +153,17 @@ export default fp(async (fastify) => {
       return sendError(reply, 503, 'unavailable', error.message)
     }
     if (error instanceof HandlerTimeoutError) {
-      request.log.error({ err: error }, 'request timed out')
+      request.log.warn({ err: error }, 'request timed out')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'unavailable', 'The request took too long; try again later')
     }
     if (databaseBusy(error)) {
-      request.log.error({ err: error }, 'database busy')
+      request.log.warn({ err: error }, 'database busy')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'unavailable', 'The database is busy; try again later')
     }
     if (databaseUnavailable(error)) {
-      request.log.error({ err: error }, 'database unavailable')
+      request.log.warn({ err: error }, 'database unavailable')
       reply.header('retry-after', String(RETRY_AFTER_SECONDS))
       return sendError(reply, 503, 'unavailable', 'The database is unavailable; try again later')
     }

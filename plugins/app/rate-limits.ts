@@ -37,7 +37,7 @@ export interface Allowance { caller: string, policy: RatePolicy }
 export interface RateLimits {
   /** The policy of anonymous callers, and of users whose roles have none of their own (RATE_LIMIT, RATE_QUOTA); `rate` and `quota` both null when off. */
   policy: RatePolicy
-  /** The allowances a request spends: its key's, if the key has a policy of its own, then its user's, or its address's. */
+  /** The allowances a request spends, in turn: its user's, then its key's if the key has a policy of its own; or its address's. */
   allowancesOf (request: FastifyRequest): Allowance[]
   /** The policy of user `userId`, from their roles (lib/limits/rate-policy.ts's userPolicy), read in `db`. */
   policyOf (userId: number, db?: Knex): Promise<RatePolicy>
@@ -76,9 +76,11 @@ export default fp(async (fastify) => {
   const allowancesOf = (request: FastifyRequest): Allowance[] => {
     const user = request.user
     if (user === null) return limits(policy) ? [{ caller: `ip:${addressKey(request.ip)}`, policy }] : []
+    // The owner's first: a request their allowance refuses costs the key nothing, so a key's
+    // units are never away on a request that its owner's may yet refuse.
     const allowances: Allowance[] = []
-    if (user.keyPolicy !== undefined) allowances.push({ caller: `key:${user.keyId!}`, policy: user.keyPolicy })
     if (limits(user.policy)) allowances.push({ caller: `user:${user.id}`, policy: user.policy })
+    if (user.keyPolicy !== undefined) allowances.push({ caller: `key:${user.keyId!}`, policy: user.keyPolicy })
     return allowances
   }
   // A request costs a policy's count at most, what it asks before its body and after both: a

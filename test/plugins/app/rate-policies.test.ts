@@ -30,8 +30,8 @@ t.test('a role\'s policy: its holders have the most generous of their roles\', n
 
   const partner = await userWithRoles(app, ['Partner Sync'])
   const [first] = await requests(app, partner.token, 1)
-  t.equal(first!.headers['ratelimit-policy'], '"partner-sync";q=20;w=10, "partner-sync-daily";q=1000;w=86400', 'the role\'s, by its name in lower case')
-  t.equal(first!.headers.ratelimit, '"partner-sync";r=19;t=1, "partner-sync-daily";r=999;t=43190', 'the day\'s end 10 s nearer: each login above waited 10 s')
+  t.equal(first!.headers['ratelimit-policy'], '"role:Partner%20Sync";q=20;w=10, "role:Partner%20Sync-daily";q=1000;w=86400', 'the role\'s, by its name')
+  t.equal(first!.headers.ratelimit, '"role:Partner%20Sync";r=19;t=1, "role:Partner%20Sync-daily";r=999;t=43190', 'the day\'s end 10 s nearer: each login above waited 10 s')
 
   const trial = await userWithRoles(app, ['Trial'])
   t.same(statuses(await requests(app, trial.token, 3)), [200, 200, 429], 'a stricter role holds its holders to it')
@@ -41,7 +41,7 @@ t.test('a role\'s policy: its holders have the most generous of their roles\', n
   t.equal(mixed!.headers['ratelimit-policy'], '"default";q=5;w=10, "default-daily";q=100;w=86400', 'a role of none has the default, which is more generous than Trial\'s')
 
   const split = await userWithRoles(app, ['Trial', 'Partner Sync'])
-  t.equal((await requests(app, split.token, 1))[0]!.headers['ratelimit-policy'], '"partner-sync";q=20;w=10, "partner-sync-daily";q=1000;w=86400')
+  t.equal((await requests(app, split.token, 1))[0]!.headers['ratelimit-policy'], '"role:Partner%20Sync";q=20;w=10, "role:Partner%20Sync-daily";q=1000;w=86400')
 
   const internal = await userWithRoles(app, ['Internal', 'Trial'])
   const unlimited = await requests(app, internal.token, 30)
@@ -53,7 +53,7 @@ t.test('a role\'s policy: its holders have the most generous of their roles\', n
   t.equal((await requests(app, none.token, 1, '/api/usage'))[0]!.headers['ratelimit-policy'], '"default";q=5;w=10, "default-daily";q=100;w=86400', 'a user of no role: the default')
 
   const metric = await app.metrics.registry.getSingleMetric('requests_limited_total')!.get()
-  t.same(metric.values.map(({ labels, value }) => [labels, value]), [[{ policy: 'trial' }, 1]], 'refusals counted by the policy\'s name, never a user')
+  t.same(metric.values.map(({ labels, value }) => [labels, value]), [[{ policy: 'role:Trial' }, 1]], 'refusals counted by the policy\'s name, never a user')
 })
 
 t.test('a role\'s policy set through the API: checked, audited, and holding from its holders\' next request on every instance', async t => {
@@ -73,8 +73,8 @@ t.test('a role\'s policy set through the API: checked, audited, and holding from
   const changed = await one.inject({ method: 'PATCH', url: `/api/roles/${role.id}`, headers: bearer(admin.token), payload: { rate_limit: '50/10s' } })
   t.equal(changed.statusCode, 200)
   t.match(changed.json(), { data: { rate_limit: '50/10s', rate_quota: null } })
-  t.ok(await within(2_000, async () => (await requests(two, reader.token, 1))[0]!.headers['ratelimit-policy'] === '"reader";q=50;w=10'), 'the other instance hears of it')
-  t.equal((await requests(one, reader.token, 1))[0]!.headers['ratelimit-policy'], '"reader";q=50;w=10', 'this one at once')
+  t.ok(await within(2_000, async () => (await requests(two, reader.token, 1))[0]!.headers['ratelimit-policy'] === '"role:Reader";q=50;w=10'), 'the other instance hears of it')
+  t.equal((await requests(one, reader.token, 1))[0]!.headers['ratelimit-policy'], '"role:Reader";q=50;w=10', 'this one at once')
 
   const audit = await one.inject({ url: `/api/audit?resource[eq]=role&resource_id[eq]=${role.id}&action[eq]=update`, headers: bearer(admin.token) })
   t.match(audit.json(), { data: [{ action: 'update', before: { rate_limit: null }, after: { rate_limit: '50/10s' } }] }, 'the change audited, as it was and as it became')
@@ -100,8 +100,8 @@ t.test('an API key\'s own policy: spent beside its owner\'s, never above it, cha
   t.match(key.res.json(), { data: { rate_limit: '3/1m', rate_quota: null } })
   const viaKey = await requests(app, key.secret, 4)
   t.same(statuses(viaKey), [200, 200, 200, 429])
-  t.equal(viaKey[0]!.headers['ratelimit-policy'], '"key";q=3;w=60, "default";q=20;w=60, "default-daily";q=1000;w=86400', 'both policies announced')
-  t.equal(viaKey[0]!.headers.ratelimit, '"key";r=2;t=20, "default";r=15;t=3, "default-daily";r=995;t=43200', 'what is left of each: the owner spent 4 before (three refused keys and this one)')
+  t.equal(viaKey[0]!.headers['ratelimit-policy'], '"default";q=20;w=60, "default-daily";q=1000;w=86400, "key";q=3;w=60', 'both policies announced, the owner\'s first')
+  t.equal(viaKey[0]!.headers.ratelimit, '"default";r=15;t=3, "default-daily";r=995;t=43200, "key";r=2;t=20', 'what is left of each: the owner spent 4 before (three refused keys and this one)')
   t.match(viaKey[3]!.json(), { code: 'rate_limited', message: /^This API key's rate limit of 3 units per 1m is spent; retry in 20 s$/ })
   t.equal(viaKey[3]!.headers['retry-after'], '20')
   const token = await requests(app, owner.token, 1)
@@ -141,7 +141,7 @@ t.test('an API key\'s own policy: spent beside its owner\'s, never above it, cha
   t.match((await app.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(owner.token), payload: {} })).json(), { statusCode: 400 })
 })
 
-t.test('a key refused by its owner\'s allowance gives its own units back', async t => {
+t.test('a request refused by either allowance costs the other nothing', async t => {
   const app = await build(t, limited({ count: 4, windowSeconds: 60 }))
   clockOf(app)
   const owner = await userWithRoles(app, ['Admin'])
@@ -149,10 +149,76 @@ t.test('a key refused by its owner\'s allowance gives its own units back', async
   await requests(app, owner.token, 2)
   t.same(statuses(await requests(app, key.secret, 2)), [200, 429], 'the owner\'s 4 spent: the key\'s creation, two requests, one of the key\'s')
   const keyAllowance = { caller: `key:${key.id!}`, policy: namedPolicy('key', { count: 3, windowSeconds: 60 }, null) }
-  t.ok(await within(2_000, async () => (await app.rateLimits.usage(keyAllowance)).rate?.remaining === 2), 'the key spent one: the refused request\'s unit came back')
+  t.equal((await app.rateLimits.usage(keyAllowance)).rate?.remaining, 2, 'the key spent one: the owner\'s refusal cost it nothing')
+
+  const other = await userWithRoles(app, ['Admin'])
+  const strict = await makeKey(app, other.token, { rate_limit: '1/1m' })
+  t.same(statuses(await requests(app, strict.secret, 3)), [200, 429, 429])
+  t.match((await requests(app, other.token, 1))[0]!.headers, { ratelimit: '"default";r=1;t=15' }, 'the owner spent two (the key\'s creation, its request): its refusals gave theirs back')
 })
 
-t.test('a key whose owner\'s bucket PostgreSQL does not answer for in time: 503, and the key\'s unit back', async t => {
+t.test('a key and its owner asked at once: every refusal is the one whose units are spent, and the key keeps the rest', async t => {
+  const app = await build(t, limited({ count: 20, windowSeconds: 10 }))
+  const clock = clockOf(app)
+  const owner = await userWithRoles(app, ['Admin'])
+  const key = await makeKey(app, owner.token, { rate_quota: '100/1d' })
+  const answers = await Promise.all(Array.from({ length: 200 }, () => app.inject({ url: '/api/clients', headers: bearer(key.secret) })))
+  t.equal(statuses(answers).filter(status => status === 200).length, 19, 'the owner\'s 20 less the key\'s creation')
+  const refusals = answers.filter(res => res.statusCode === 429).map(res => res.json<{ message: string }>().message)
+  t.same([...new Set(refusals)], ['The rate limit of 20 units per 10s is spent; retry in 1 s'], 'each by the owner\'s rate, none by the key\'s quota')
+  clock.tick(10)
+  const usage = await app.inject({ url: `/api/usage?key_id=${key.id!}`, headers: bearer(owner.token) })
+  t.match(usage.json(), { data: { quota: { used: 19, remaining: 81 } } }, 'the key spent what was served')
+})
+
+t.test('a policy lowered holds from the next request: units taken ahead under the old one serve it no more', async t => {
+  const app = await build(t, limited(null))
+  clockOf(app)
+  const owner = await userWithRoles(app, ['Admin'])
+  const key = await makeKey(app, owner.token, { rate_limit: '800/10s' })
+  // Sequential requests: each lease is sized after the last, up to a hundred units.
+  t.same(statuses(await requests(app, key.secret, 30)), Array(30).fill(200))
+  const lowered = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(owner.token), payload: { rate_limit: '2/10s' } })
+  t.equal(lowered.statusCode, 200)
+  const after = await requests(app, key.secret, 4)
+  t.same(statuses(after), [200, 200, 429, 429], 'the new count of 2, from what the old left')
+  t.same(after.map(res => res.headers.ratelimit), ['"key";r=1;t=5', '"key";r=0;t=5', '"key";r=0;t=5', '"key";r=0;t=5'])
+})
+
+t.test('a key above its owner\'s policy since a role changed: its name still changes, a part set is checked', async t => {
+  const app = await build(t, limited(null))
+  clockOf(app)
+  const admin = await userWithRoles(app, ['Admin'])
+  const role = await roleWithPermissions(app, 'Partner', ['client-list'], { rateLimit: '100/1m' })
+  const partner = await userWithRoles(app, ['Partner'])
+  const key = await makeKey(app, partner.token, { rate_limit: '50/1m' })
+  t.equal(key.res.statusCode, 201)
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/roles/${role.id}`, headers: bearer(admin.token), payload: { rate_limit: '10/1m' } })).statusCode, 200)
+  const renamed = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(partner.token), payload: { name: 'renamed' } })
+  t.match(renamed.json(), { data: { name: 'renamed', rate_limit: '50/1m' } }, 'a name alone is not refused for the part it leaves')
+  t.match((await app.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(partner.token), payload: { rate_limit: '50/1m' } })).json(),
+    { statusCode: 400, message: /owner's rate limit, 10\/1m/ }, 'the part set again is checked')
+  const served = await requests(app, key.secret, 9)
+  t.same(statuses(served), [...Array(8).fill(200), 429], 'the owner\'s 10 hold the key (two spent on the changes above)')
+})
+
+t.test('a key\'s usage: to a caller without user-list, any key not their own is refused alike', async t => {
+  const app = await build(t, limited({ count: 100, windowSeconds: 60 }))
+  clockOf(app)
+  const admin = await userWithRoles(app, ['Admin'])
+  const user = await userWithRoles(app, ['User'])
+  const adminKey = await makeKey(app, admin.token, { rate_limit: '5/1m' })
+  const revoked = await makeKey(app, admin.token, { rate_limit: '5/1m' })
+  await app.inject({ method: 'DELETE', url: `/api/keys/${revoked.id!}`, headers: bearer(admin.token) })
+  const asked = async (token: string, id: number) => (await app.inject({ url: `/api/usage?key_id=${id}`, headers: bearer(token) })).json<{ statusCode?: number, message?: string }>()
+  const [live, gone, none] = [await asked(user.token, adminKey.id!), await asked(user.token, revoked.id!), await asked(user.token, 999_999)]
+  t.match(live, { statusCode: 403 })
+  t.same(gone, live, 'a revoked key: the same answer')
+  t.same(none, live, 'no such key: the same answer')
+  t.match(await asked(admin.token, revoked.id!), { statusCode: 404 }, 'with user-list: not found')
+})
+
+t.test('a key whose own bucket PostgreSQL does not answer for in time: 503, and its owner\'s unit back', async t => {
   const app = await build(t, config => {
     config.rateLimits = { rate: { count: 10, windowSeconds: 60 }, quota: null }
     config.timeouts.dbStatement = 300
@@ -160,10 +226,10 @@ t.test('a key whose owner\'s bucket PostgreSQL does not answer for in time: 503,
   clockOf(app)
   const owner = await userWithRoles(app, ['Admin'])
   const key = await makeKey(app, owner.token, { rate_limit: '5/1m' })
+  await requests(app, key.secret, 1)
   const holder = await app.knex.transaction()
-  await holder.raw('select * from rate_buckets where key = ? for update', [`user:${owner.id}`])
+  await holder.raw('select * from rate_buckets where key = ? for update', [`key:${key.id!}`])
   t.match(await app.inject({ url: '/api/clients', headers: bearer(key.secret) }), { statusCode: 503 })
   await holder.rollback()
-  const keyAllowance = { caller: `key:${key.id!}`, policy: namedPolicy('key', { count: 5, windowSeconds: 60 }, null) }
-  t.ok(await within(2_000, async () => (await app.rateLimits.usage(keyAllowance)).rate?.remaining === 5), 'the key\'s bucket full again')
+  t.match((await requests(app, owner.token, 1))[0]!.headers, { ratelimit: '"default";r=7;t=6' }, 'the owner spent three (the key\'s creation, its request, this one): the 503 cost nothing')
 })

@@ -35,9 +35,13 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     if (lacking.length > 0) throw forbidden(`You cannot manage the keys of a user who holds permissions you lack: ${lacking.join(', ')}`)
   }
 
-  /** 400 if the key's own policy is not one the service reads, or is above its owner's. */
+  /**
+   * 400 if the parts of a key's own policy a request sets are not ones the service reads, or
+   * are above its owner's (a part it leaves as it is may be above since a role changed: the
+   * owner's allowance holds the key to theirs anyway).
+   */
   function checkPolicy (own: OwnPolicy, owner: RatePolicy) {
-    const problems = ownPolicyProblems(own)
+    const problems = ownPolicyProblems(own, false)
     const policy = Object.keys(problems).length === 0 ? keyPolicy(own) : undefined
     if (policy !== undefined) Object.assign(problems, aboveOwner(policy, owner))
     if (Object.keys(problems).length > 0) throw new InvalidFields(problems)
@@ -79,8 +83,10 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     const { name, rate_limit: rateLimit, rate_quota: rateQuota } = request.body
     const key = await request.updateRecord(reply, kind, request.params.id, async (trx, key) => {
       await mayManage(request, key.user_id, () => missing(key.id), trx)
-      const owner = key.user_id === request.user.id ? request.user.policy : await fastify.rateLimits.policyOf(key.user_id, trx)
-      checkPolicy({ rate_limit: rateLimit === undefined ? key.rate_limit : rateLimit, rate_quota: rateQuota === undefined ? key.rate_quota : rateQuota }, owner)
+      if (typeof rateLimit === 'string' || typeof rateQuota === 'string') {
+        const owner = key.user_id === request.user.id ? request.user.policy : await fastify.rateLimits.policyOf(key.user_id, trx)
+        checkPolicy({ rate_limit: rateLimit ?? null, rate_quota: rateQuota ?? null }, owner)
+      }
       return repository.update(key.id, { name, rate_limit: rateLimit, rate_quota: rateQuota }, trx)
     })
     return { success: true as const, data: key, message: 'API key updated' }

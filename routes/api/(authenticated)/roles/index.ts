@@ -48,7 +48,7 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
 
   /** 400 if the role's policy is not one the service reads (a window of 1s to 1d, whole seconds; a quota of 1d). */
   function checkPolicy (body: Partial<OwnPolicy>) {
-    const problems = ownPolicyProblems(body)
+    const problems = ownPolicyProblems(body, true)
     if (Object.keys(problems).length > 0) throw new InvalidFields(problems)
   }
 

@@ -24,9 +24,13 @@ const usage: FastifyPluginAsyncTypebox = async (fastify) => {
   async function allowanceAsked (request: FastifyRequest, { user_id: userId, key_id: keyId }: UsageQuery): Promise<Allowance> {
     if (keyId !== undefined && userId !== undefined) throw new InvalidFields({ key_id: ['cannot be asked with user_id'] }, 'query string')
     if (keyId !== undefined) {
-      const key = await fastify.knex('api_keys').where({ id: keyId }).whereNull('revoked_at').first('user_id', 'rate_limit', 'rate_quota')
-      // Another user's key is told apart from none only to a caller who may read their usage.
-      if (key !== undefined && key.user_id !== request.user.id) await fastify.can('user-list')(request)
+      // Another user's key is told apart from none only to a caller who may read their usage:
+      // to another, any key not found among their own is refused alike, before it is looked for.
+      const mayReadOthers = request.user.permissions.has('user-list')
+      const key = await fastify.knex('api_keys').where({ id: keyId }).whereNull('revoked_at')
+        .modify(keys => { if (!mayReadOthers) keys.where({ user_id: request.user.id }) })
+        .first('user_id', 'rate_limit', 'rate_quota')
+      if (key === undefined && !mayReadOthers) await fastify.can('user-list')(request)
       if (key === undefined) throw notFound(`API key ${keyId} not found`)
       return { caller: `key:${keyId}`, policy: keyPolicy(key) ?? namedPolicy('key', null, null) }
     }

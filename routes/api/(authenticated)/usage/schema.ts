@@ -30,7 +30,7 @@ export type Usage = Static<typeof Usage>
 
 export const UsageQuery = Type.Object({
   user_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'Another user, whose usage a caller holding `user-list` may read' })),
-  key_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'An API key not revoked, whose own policy and what is left of it are read: the caller\'s own, or, holding `user-list`, another user\'s. Not with `user_id`' }))
+  key_id: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ID, description: 'An API key not revoked, whose own policy and what is left of it are read: the caller\'s own, or, holding `user-list`, another user\'s (without it, a key not among the caller\'s live ones is 403, whoever\'s it is or if none is). Not with `user_id`' }))
 }, { additionalProperties: false })
 export type UsageQuery = Static<typeof UsageQuery>
 

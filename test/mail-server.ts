@@ -1,5 +1,7 @@
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
+import type { FastifyInstance } from 'fastify'
+import { build, type ConfigChange } from './helper.js'
 import { SMTPServer } from 'smtp-server'
 import { simpleParser, type ParsedMail } from 'mailparser'
 
@@ -34,3 +36,20 @@ export async function startMailServer (t: Test) {
     get unread () { return arrived.length }
   }
 }
+
+/** Where the tests' mails link to. */
+export const PUBLIC_URL = 'https://records.example.com'
+
+/** An app that sends mail to a real SMTP server of the test's, with `change` made to its configuration too. */
+export async function buildWithMail (t: Test, change: ConfigChange = {}): Promise<{ app: FastifyInstance, mail: Awaited<ReturnType<typeof startMailServer>> }> {
+  const mail = await startMailServer(t)
+  const app = await build(t, config => {
+    config.mail = { smtpUrl: mail.url, from: 'Student Records <records@example.com>', publicUrl: PUBLIC_URL }
+    if (typeof change === 'function') change(config)
+    else Object.assign(config, change)
+  })
+  return { app, mail }
+}
+
+/** The addresses a mail went to. */
+export const recipients = (mail: ParsedMail): string[] => mail.to && !Array.isArray(mail.to) ? mail.to.value.map(address => address.address ?? '') : []

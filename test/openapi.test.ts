@@ -34,7 +34,7 @@ t.test('every route is in the document, named, described, with its responses', a
     for (const status of statuses.filter(s => Number(s) >= 400)) {
       t.same(operation.responses[status].content['application/json'].schema, { $ref: '#/components/schemas/ErrorBody' }, `${label} ${status}: the error body`)
     }
-    const guarded = path.startsWith('/api/') && !path.startsWith('/api/v1/') && !['/api/login', '/api/register', '/api/token/refresh', '/api/password/forgot', '/api/password/reset'].includes(path)
+    const guarded = path.startsWith('/api/') && !path.startsWith('/api/v1/') && !['/api/login', '/api/register', '/api/token/refresh', '/api/password/forgot', '/api/password/reset', '/api/email/verify', '/api/email/resend'].includes(path)
     // Keys, sessions, the logout and changes of the profile: an access token's only.
     const tokenOnly = /^\/api\/(keys|sessions)(\/|$)/.test(path) || path === '/api/logout' || (path === '/api/profile' && method === 'patch')
     t.same(operation.security, !guarded ? [] : tokenOnly ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKey: [] }], `${label}: security`)

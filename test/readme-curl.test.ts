@@ -79,7 +79,7 @@ t.test('every curl line of the README and docs/ is found in a fenced block', asy
 t.test('every curl line of the README and docs/ runs as written against the service, in order: exit 0, the status it shows', async t => {
   // Pasted into single-quoted JSON, as a reader types theirs: no quote in it.
   const adminPassword = 'correct horse battery staple'
-  // The password reset's mail, read back for its token.
+  // The password reset's and the verification's mails, read back for their tokens.
   const mail = await startMailServer(t)
   const server = await startServer({
     SMTP_URL: mail.url,
@@ -117,13 +117,35 @@ t.test('every curl line of the README and docs/ runs as written against the serv
     return String((body.data as { id: number, current: boolean }[]).find(session => session.current)!.id)
   }
 
+  /**
+   * The token of the next mail linking to `page` (mails to other pages kept for their turn). A
+   * verification's comes from a user the test registers: the examples' administrator has a
+   * verified address.
+   */
+  const otherMails: string[] = []
+  const mailedToken = async (page: string) => {
+    const pattern = new RegExp(`${page}\\?token=([\\w-]+)`)
+    if (page === 'verify-email') {
+      const email = `reader${Date.now()}@example.com`
+      await api('/api/register', { method: 'POST', body: JSON.stringify({ name: 'Reader', email, password: adminPassword, c_password: adminPassword }) })
+    }
+    const kept = otherMails.findIndex(text => pattern.test(text))
+    if (kept !== -1) return pattern.exec(otherMails.splice(kept, 1)[0]!)![1]!
+    for (;;) {
+      const text = (await mail.next()).text ?? ''
+      const token = pattern.exec(text)?.[1]
+      if (token !== undefined) return token
+      otherMails.push(text)
+    }
+  }
+
   /** The example as it runs here: on the test server, its placeholders replaced. */
   async function substitute (example: Example): Promise<string> {
     let command = example.command.replaceAll('localhost:3000', new URL(server.url).host)
     for (const [placeholder, tag] of tags) command = command.replaceAll(placeholder, tag)
     if (command.includes('eyJ…')) command = command.replaceAll('eyJ…', await accessToken())
     if (command.includes('/api/sessions/11')) command = command.replaceAll('/api/sessions/11', `/api/sessions/${await otherSession()}`)
-    if (command.includes('"token":"Vb0k…"')) command = command.replaceAll('Vb0k…', /token=([\w-]+)/.exec((await mail.next()).text ?? '')?.[1] ?? '')
+    if (command.includes('"token":"Vb0k…"')) command = command.replaceAll('Vb0k…', await mailedToken(command.includes('/api/email/verify') ? 'verify-email' : 'reset-password'))
     return command
       .replace(/("(?:current_)?password":")…"/g, (_, field) => `${field}${state.password}"`)
       .replaceAll('Xq3…', state.refresh)

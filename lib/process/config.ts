@@ -156,6 +156,8 @@ export interface AuthConfig {
   generateAdmin: boolean
   /** Roles a newly registered user gets. */
   registerRoles: string[]
+  /** Login refused (403 `email_unverified`) until the user's address is verified; needs mail (SMTP_URL). */
+  requireVerifiedEmail: boolean
   /** Token checks remembered per instance (0: every request asks the database). */
   cacheSize: number
   /**
@@ -417,6 +419,13 @@ function mail (env: Env, port: number): MailConfig | null {
   return smtpUrl === undefined ? null : { smtpUrl, from, publicUrl }
 }
 
+/** REQUIRE_VERIFIED_EMAIL: only with mail on, without which no address could ever be verified. */
+function requireVerifiedEmail (env: Env): boolean {
+  const required = flag(env, 'REQUIRE_VERIFIED_EMAIL', false)
+  if (required && optional(env, 'SMTP_URL') === undefined) throw new ConfigError('REQUIRE_VERIFIED_EMAIL=true needs SMTP_URL: without mail no address can be verified')
+  return required
+}
+
 /**
  * Reads and validates the configuration; throws a ConfigError naming the bad variable. A
  * relative DATA_DIR is taken from `folder` (where `npm start` runs the service: the package's).
@@ -468,6 +477,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       adminPassword,
       generateAdmin: !dbHost && adminEmail === undefined,
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
+      requireVerifiedEmail: requireVerifiedEmail(env),
       cacheSize: integer(env, 'AUTH_CACHE_SIZE', 10_000, 0, 10_000_000),
       // A copy: a test that changes its configuration in place changes no other's.
       passwordHashing: { ...ARGON2_OPTIONS },

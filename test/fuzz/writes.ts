@@ -76,11 +76,11 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
   // that the fuzzing reaches the writes is checked first, without chance: each operation, sent
   // plain with the first of a fixed sequence of valid bodies that it takes, succeeds; those that
   // ask for a credential no generated body can know (a login's password, a refresh token, a
-  // password reset's token, the current password) may refuse it, and only it.
-  const asksForCredentials = (operation: Operation) => /\/(login|token\/refresh|password\/reset)$/.test(operation.path) ||
+  // password reset's or an address verification's token, the current password) may refuse it, and only it.
+  const asksForCredentials = (operation: Operation) => /\/(login|token\/refresh|password\/reset|email\/verify)$/.test(operation.path) ||
     'current_password' in (resolved(operation.schema, document.components.schemas).properties ?? {})
   const reachedTheWrite = (operation: Operation, statusCode: number, code: unknown) => statusCode < 300 ||
-    (asksForCredentials(operation) && ((statusCode === 401 && (code === 'invalid_credentials' || code === 'invalid_refresh_token')) || code === 'invalid_reset_token'))
+    (asksForCredentials(operation) && ((statusCode === 401 && (code === 'invalid_credentials' || code === 'invalid_refresh_token')) || code === 'invalid_reset_token' || code === 'invalid_verification_token'))
   for (const operation of operations) {
     const bodies = fc.sample(valid(operation.schema, document.components.schemas, '', references), { numRuns: 20, seed: PLAIN_SEED })
     const answers: string[] = []

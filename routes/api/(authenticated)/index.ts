@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { contentTag } from '../../../lib/http/entity-tags.js'
 import { CodedError } from '../../../lib/http/error-codes.js'
+import type { VerificationMail } from '../../../plugins/app/address-verification.js'
 import { InvalidFields } from '../../../lib/http/invalid-fields.js'
 import { confirmedPassword } from '../../../lib/auth/passwords.js'
 import type { RecordKind } from '../../../plugins/app/write-path.js'
@@ -74,16 +75,20 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     const passwordHash = password === undefined && confirmation === undefined
       ? undefined
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))
-    await request.updateRecord(reply, ownUser, id, async trx => {
+    let mail: VerificationMail | null = null
+    await request.updateRecord(reply, ownUser, id, async (trx, current) => {
       // The caller's row, locked: the password checked is still theirs (no recovery committed
       // since the check).
       if (verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
-      const after = await users.update(id, { name, email, passwordHash }, trx)
+      const address = await fastify.addressVerification.change(trx, current, email)
+      mail = address.mail
+      const after = await users.update(id, { name, ...address.update, passwordHash }, trx)
       if (passwordHash !== undefined) await users.endAllSessions(id, trx, { jti, expiresAt: new Date(exp * 1000), sessionId })
       return after
     }, { secrets: passwordHash === undefined ? [] : ['password'] })
+    fastify.addressVerification.send(request, mail)
     const profile = await users.profile(id)
-    return reply.sendTagged(profileTag(profile), { success: true as const, data: profile!, message: 'Profile updated' })
+    return reply.sendTagged(profileTag(profile), { success: true as const, data: profile!, message: mail === null ? 'Profile updated' : 'Profile updated; the new e-mail address replaces the old one once the link mailed to it is followed' })
   })
 
   fastify.get('/permissions', { schema: accountSchemas.permissions }, async () => {

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, TOKEN_OR_KEY, WriteHeaders } from '../../../schemas/common.js'
-import { userFields } from './users/schema.js'
+import { addressFields, userFields } from './users/schema.js'
 import { authTag } from '../(public)/schema.js'
 import { rolesTag } from './roles/schema.js'
 
@@ -11,6 +11,7 @@ export const Profile = Type.Object({
   id: Type.Integer({ minimum: 1 }),
   name: Type.String(),
   email: Type.String({ format: 'email' }),
+  ...addressFields,
   roles: Type.Array(Type.String(), { description: 'Role names' }),
   permissions: Type.Array(Type.String(), { description: 'Names of the permissions the roles give' }),
   created_at: Timestamp,

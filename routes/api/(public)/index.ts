@@ -9,6 +9,7 @@ import { credentialQueries } from '../../../lib/auth/credential-queries.js'
 import { rolesRepository } from '../(authenticated)/roles/repository.js'
 import { sessionsRepository, type StartedSession } from '../(authenticated)/sessions/repository.js'
 import { usersRepository } from '../(authenticated)/users/repository.js'
+import type { VerificationMail } from '../../../plugins/app/address-verification.js'
 import { authSchemas, authTag } from './schema.js'
 
 /**
@@ -68,6 +69,10 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       return new CodedError('invalid_credentials', 'These credentials do not match our records')
     }
     if (!matches) throw await refused()
+    // Told only to whoever knows the password: the answer names no unverified address to others.
+    if (fastify.config.auth.requireVerifiedEmail && !user!.verified) {
+      throw new CodedError('email_unverified', 'Verify the account\'s e-mail address first: follow the link mailed to it, or ask for another with POST /api/email/resend')
+    }
     // One statement: the session, the end of the oldest past the cap, and their audit entries;
     // none if the password changed or the user went while the hash was checked.
     const { id, password: verified } = user!
@@ -82,19 +87,30 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/register', { schema: authSchemas.register, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('register') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
+    // With REQUIRE_VERIFIED_EMAIL, no session until the address is verified: a login then.
+    const startSession = !fastify.config.auth.requireVerifiedEmail
+    let userId: number | undefined
     let started: StartedSession | undefined
-    // Who registers acts as themselves, in the session they start.
-    const actor = () => ({ id: started!.session.userId, sessionId: started!.session.id })
-    return request.createRecord(reply, registered, async trx => {
+    let mail: VerificationMail | null = null
+    // Who registers acts as themselves, in the session they start, if one.
+    const actor = () => ({ id: userId!, sessionId: started?.session.id })
+    const sent = await request.createRecord(reply, registered, async trx => {
       const roles = await roleRepository.findByNames(fastify.config.auth.registerRoles, trx)
       const user = await users.create({ name, email, passwordHash, roleIds: roles.map(role => role.id) }, trx)
+      userId = user.id
+      mail = await fastify.addressVerification.issue(trx, user.id, user.email, false)
       // The user made in this transaction: their session starts.
-      started = (await sessions.start(trx, user.id, passwordHash, client(request)))!
+      if (startSession) started = (await sessions.start(trx, user.id, passwordHash, client(request)))!
       return user
     }, user => {
-      const tokens = fastify.sessionTokens(started!.session, started!.refreshToken, started!.issuedAt)
-      return { body: { success: true as const, ...tokens, message: 'Registered' }, location: `/api/users/${user.id}` }
+      const location = `/api/users/${user.id}`
+      if (started === undefined) return { body: { success: true as const, message: 'Registered: follow the link mailed to the address to verify it, then log in' }, location }
+      const tokens = fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt)
+      return { body: { success: true as const, ...tokens, message: 'Registered' }, location }
     }, { actor })
+    // Once committed; a replay (Idempotency-Key) made no token and sends nothing.
+    fastify.addressVerification.send(request, mail)
+    return sent
   })
 
   // Counted per client IP and per session like a login, before anything else; a token spent

@@ -13,12 +13,12 @@ export const authSchemas = {
     security: [],
     operationId: 'auth.login',
     summary: 'Log in',
-    description: 'Starts a session: answers an access token (`data`, a bearer JWT living JWT_TTL) and a refresh token for POST /api/token/refresh. A wrong e-mail address and a wrong password get the same 401. Rate limited per client IP and per e-mail address (429 with Retry-After).',
+    description: 'Starts a session: answers an access token (`data`, a bearer JWT living JWT_TTL) and a refresh token for POST /api/token/refresh. A wrong e-mail address and a wrong password get the same 401. With `REQUIRE_VERIFIED_EMAIL=true`, the right password of an account whose address is not verified gets 403 `email_unverified`. Rate limited per client IP and per e-mail address (429 with Retry-After).',
     body: Type.Object({
       email: Type.String({ minLength: 1, maxLength: 254, example: 'admin@example.com' }),
       password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true })
     }, { additionalProperties: false }),
-    response: { 200: token('The new session\'s access and refresh tokens'), ...errorResponses(400, 401, 413, 415, 429) }
+    response: { 200: token('The new session\'s access and refresh tokens'), ...errorResponses(400, 401, 403, 413, 415, 429) }
   },
   refresh: {
     tags: [authTag.name],
@@ -40,9 +40,14 @@ export const authSchemas = {
     security: [],
     operationId: 'auth.register',
     summary: 'Register',
-    description: 'Creates a user with the roles named in REGISTER_ROLES and starts a session of theirs: answers an access token and a refresh token, as login does. Rate limited like login.',
+    description: 'Creates a user with the roles named in REGISTER_ROLES and starts a session of theirs: answers an access token and a refresh token, as login does. With mail on (`SMTP_URL`), a mail goes to the address with a link that verifies it (POST /api/email/verify). ' +
+      'With `REQUIRE_VERIFIED_EMAIL=true` no session starts: the answer has no tokens, and login waits for the address to be verified. Rate limited like login.',
     headers: CreateHeaders,
     body: Type.Object(userFields, { additionalProperties: false }),
-    response: { 201: Created(TokenEnvelope, 'The new user\'s session: access and refresh tokens; `Location` is the user\'s address', false), ...errorResponses(400, 409, 413, 415, 422, 429) }
+    response: {
+      201: Created(Type.Union([Type.Ref(TokenEnvelope), Type.Object({ success: Type.Literal(true), message: Type.String() }, { additionalProperties: false, description: 'With REQUIRE_VERIFIED_EMAIL: registered, no session until the address is verified' })]),
+        'The new user\'s session: access and refresh tokens (none with REQUIRE_VERIFIED_EMAIL); `Location` is the user\'s address', false),
+      ...errorResponses(400, 409, 413, 415, 422, 429)
+    }
   }
 }

@@ -34,6 +34,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
       adminPassword: undefined,
       generateAdmin: true,
       registerRoles: [],
+      requireVerifiedEmail: false,
       cacheSize: 10_000,
       passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
       rateLimit: { perIp: 30, perEmail: 10, notFoundPerIp: 100, windowSeconds: 60 }
@@ -128,6 +129,8 @@ t.test('authentication settings', async t => {
     ADMIN_EMAIL: 'root@example.com',
     ADMIN_PASSWORD: 'correct horse',
     REGISTER_ROLES: 'User, Reader ,',
+    SMTP_URL: 'smtp://mail.example.com',
+    REQUIRE_VERIFIED_EMAIL: 'true',
     AUTH_CACHE_SIZE: '0',
     AUTH_RATE_LIMIT_IP: '100',
     AUTH_RATE_LIMIT_EMAIL: '3',
@@ -144,6 +147,7 @@ t.test('authentication settings', async t => {
     adminPassword: 'correct horse',
     generateAdmin: false,
     registerRoles: ['User', 'Reader'],
+    requireVerifiedEmail: true,
     cacheSize: 0,
     passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
     rateLimit: { perIp: 100, perEmail: 3, notFoundPerIp: 50, windowSeconds: 3600 }

@@ -88,6 +88,11 @@ t.test('every answer of an error carries the code declared for its case', async 
   check(await app.inject({ method: 'POST', url: '/api/token/refresh', payload: { refresh_token: 'a'.repeat(43) } }), 'invalid_refresh_token', 'an unknown refresh token')
   check(await app.inject({ method: 'POST', url: '/api/password/reset', payload: { token: 'a'.repeat(43), password: 'a password', c_password: 'a password' } }), 'invalid_reset_token', 'an unknown password reset token')
   check(await app.inject({ method: 'POST', url: '/api/password/forgot', payload: { email: admin.email } }), 'mail_unavailable', 'a password reset without SMTP_URL')
+  check(await app.inject({ method: 'POST', url: '/api/email/verify', payload: { token: 'a'.repeat(43) } }), 'invalid_verification_token', 'an unknown verification token')
+  // REQUIRE_VERIFIED_EMAIL, read at each login, for one: the test's users have no verified address.
+  app.config.auth.requireVerifiedEmail = true
+  check(await app.inject({ method: 'POST', url: '/api/login', payload: { email: admin.email, password: PASSWORD } }), 'email_unverified', 'a login before the address is verified')
+  app.config.auth.requireVerifiedEmail = false
   check(await app.inject({ url: '/api/clients', headers: bearer(nobody.token) }), 'permission_denied', 'a permission the caller lacks')
   const key = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(admin.token), payload: { name: 'k', permissions: [], current_password: PASSWORD } })
   t.equal(key.statusCode, 201, key.body)

@@ -145,7 +145,7 @@ t.test('profile lists the caller\'s roles and permissions; permissions lists eve
     const profile = res.json().data
     t.match(profile, { id, email, name: 'Test User', roles: ['Admin', 'User'] })
     t.same(profile.permissions, byName, 'each permission once, by name: all of them, as an Admin')
-    t.same(Object.keys(profile).sort(), ['created_at', 'email', 'id', 'name', 'permissions', 'roles', 'updated_at'])
+    t.same(Object.keys(profile).sort(), ['created_at', 'email', 'email_verified_at', 'id', 'name', 'pending_email', 'permissions', 'roles', 'updated_at'])
   })
 
   await t.test('permissions lists every one, in order, to a user with no role', async t => {

@@ -1,17 +1,10 @@
-import t, { type Test } from 'tap'
+import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { build, within } from '../../helper.js'
-import { startMailServer } from '../../mail-server.js'
+import { buildWithMail as withMail, PUBLIC_URL, recipients } from '../../mail-server.js'
 import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
 
-const PUBLIC_URL = 'https://records.example.com'
 const NEW_PASSWORD = 'a new password, long enough'
-
-async function withMail (t: Test) {
-  const mail = await startMailServer(t)
-  const app = await build(t, config => { config.mail = { smtpUrl: mail.url, from: 'Student Records <records@example.com>', publicUrl: PUBLIC_URL } })
-  return { app, mail }
-}
 
 const forgot = (app: FastifyInstance, email: string) => app.inject({ method: 'POST', url: '/api/password/forgot', payload: { email } })
 const reset = (app: FastifyInstance, token: string, password = NEW_PASSWORD, confirmation = password) =>
@@ -30,7 +23,7 @@ t.test('a forgotten password: a mail with a link, a reset with its token, every 
   t.same(asked.json(), { success: true, message: 'If a user has this address, a link to reset the password is on its way to it' })
   const message = await mail.next()
   t.equal(message.subject, 'Reset your password')
-  t.same(message.to && !Array.isArray(message.to) ? message.to.value.map(address => address.address) : [], [user.email], 'to the address the user has, not as it was typed')
+  t.same(recipients(message), [user.email], 'to the address the user has, not as it was typed')
   t.equal(message.from?.value[0]?.address, 'records@example.com')
   const token = tokenOf(message.text)
   t.equal(token.length, 43, 'the plain text holds the link')

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
+import type { VerificationMail } from '../../../../plugins/app/address-verification.js'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { CodedError } from '../../../../lib/http/error-codes.js'
 import { confirmedPassword } from '../../../../lib/auth/passwords.js'
@@ -108,10 +109,15 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/', { schema: userSchemas.store, onRequest: fastify.can('user-create') }, async (request, reply) => {
     const { name, email, password, c_password: confirmation, roles = [] } = request.body
     const passwordHash = await fastify.passwords.hash(confirmedPassword(password, confirmation))
-    return request.createRecord(reply, kind, async trx => {
+    let mail: VerificationMail | null = null
+    const sent = await request.createRecord(reply, kind, async trx => {
       const roleIds = await grantableRoles(roles, [], request.user.permissions, trx)
-      return repository.create({ name, email, passwordHash, roleIds }, trx)
+      const user = await repository.create({ name, email, passwordHash, roleIds }, trx)
+      mail = await fastify.addressVerification.issue(trx, user.id, user.email, false)
+      return user
     }, user => ({ body: { success: true as const, data: user, message: 'User created' }, location: `${fastify.prefix}/${user.id}` }))
+    fastify.addressVerification.send(request, mail)
+    return sent
   })
 
   for (const method of ['PUT', 'PATCH'] as const) {
@@ -133,6 +139,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
         if (currentPassword !== undefined && verified === undefined) return
         const passwordHash = newPassword ? await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation)) : undefined
+        let mail: VerificationMail | null = null
         const user = await request.updateRecord(reply, kind, id, async (trx, current) => {
           // The caller's own row, locked: the password checked is still theirs (no recovery
           // committed since the check).
@@ -141,7 +148,9 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           await mayActOn(id, request.user.permissions, 'edit', trx)
           const currentRoles = current.roles.map(role => role.name)
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
-          const updated = await repository.update(id, { name, email, passwordHash, roleIds }, trx)
+          const address = await fastify.addressVerification.change(trx, current, email)
+          mail = address.mail
+          const updated = await repository.update(id, { name, ...address.update, passwordHash, roleIds }, trx)
           if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
           // A new password ends every session of the user, but the one a user changed their own
           // in. Set by someone else, it is the account's recovery: the user's API keys end too
@@ -159,7 +168,8 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           }
           return updated
         }, { secrets: passwordHash === undefined ? [] : ['password'] })
-        return { success: true as const, data: user, message: 'User updated' }
+        fastify.addressVerification.send(request, mail)
+        return { success: true as const, data: user, message: mail === null ? 'User updated' : 'User updated; the new e-mail address replaces the old one once the link mailed to it is followed' }
       }
     })
   }

@@ -14,13 +14,26 @@ import { prepare, type Database } from '../../../../lib/db/prepared-query.js'
 import { endSessions } from '../sessions/repository.js'
 import type { Profile } from '../schema.js'
 
-export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[] }
-export interface UserUpdate { name?: string | undefined, email?: string | undefined, passwordHash?: string | undefined, roleIds?: number[] | undefined }
+/** A user to make; `emailVerified`: their address is proven already (the administrator an operator names). */
+export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[], emailVerified?: boolean }
+/**
+ * A change of a user. A new `email` ends a change waiting for verification, and leaves the
+ * address unverified unless it is the same one in another spelling, or `emailVerified` (the
+ * address was just proven). `pendingEmail`: an address the user changes to once it is verified.
+ */
+export interface UserUpdate {
+  name?: string | undefined
+  email?: string | undefined
+  pendingEmail?: string | null | undefined
+  emailVerified?: true | undefined
+  passwordHash?: string | undefined
+  roleIds?: number[] | undefined
+}
 
 function createUsersRepository (database: Database, cache: CallerCache) {
   const { knex } = database
   const notDeleted = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
-  const columns = (trx: Knex) => ['u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
+  const columns = (trx: Knex) => ['u.id', 'u.name', 'u.email', 'u.email_verified_at', 'u.pending_email', 'u.created_at', 'u.updated_at', trx.raw(`coalesce(
       (select json_agg(json_build_object('id', r.id, 'name', r.name) order by r.id)
        from user_roles ur join roles r on r.id = ur.role_id
        where ur.user_id = u.id), '[]') as roles`)]
@@ -38,7 +51,7 @@ function createUsersRepository (database: Database, cache: CallerCache) {
     }
   })
   const profileQuery = prepare<[id: number], Profile>(database, 'users.profile', id => notDeleted(knex).where('u.id', id).first(
-    'u.id', 'u.name', 'u.email', 'u.created_at', 'u.updated_at',
+    'u.id', 'u.name', 'u.email', 'u.email_verified_at', 'u.pending_email', 'u.created_at', 'u.updated_at',
     knex.raw(`array(select r.name from user_roles ur join roles r on r.id = ur.role_id
              where ur.user_id = u.id order by r.name) as roles`),
     knex.raw(`array(select distinct p.name from user_roles ur
@@ -88,7 +101,7 @@ function createUsersRepository (database: Database, cache: CallerCache) {
     async create (user: NewUser, trx: Knex): Promise<User> {
       try {
         const [{ id }] = await trx('users')
-          .insert({ name: user.name, email: user.email, email_key: emailKey(user.email), password: user.passwordHash })
+          .insert({ name: user.name, email: user.email, email_key: emailKey(user.email), password: user.passwordHash, email_verified_at: user.emailVerified === true ? trx.fn.now() : null })
           .returning('id')
         await setRoles(trx, id, user.roleIds)
         return select(trx).where('u.id', id).first()
@@ -101,7 +114,15 @@ function createUsersRepository (database: Database, cache: CallerCache) {
       try {
         await trx('users').where({ id }).update({
           ...(changes.name !== undefined && { name: changes.name }),
-          ...(changes.email !== undefined && { email: changes.email, email_key: emailKey(changes.email) }),
+          ...(changes.email !== undefined && {
+            email: changes.email,
+            email_key: emailKey(changes.email),
+            pending_email: null,
+            // On the right of SET, email_key is the row's as it was.
+            email_verified_at: changes.emailVerified === true ? trx.fn.now() : trx.raw('case when email_key = ? then email_verified_at end', [emailKey(changes.email)])
+          }),
+          ...(changes.email === undefined && changes.emailVerified === true && { email_verified_at: trx.fn.now() }),
+          ...(changes.pendingEmail !== undefined && { pending_email: changes.pendingEmail }),
           ...(changes.passwordHash !== undefined && { password: changes.passwordHash }),
           updated_at: trx.fn.now()
         })

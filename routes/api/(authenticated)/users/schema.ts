@@ -10,11 +10,18 @@ export const userFields = {
   c_password: Type.String({ maxLength: 128, description: 'The password again', writeOnly: true })
 }
 
+/** Where a user's address stands: verified when, and the one a change waits to verify. */
+export const addressFields = {
+  email_verified_at: Type.Union([Timestamp, Type.Null()], { description: 'When the address was verified by the link of a mail sent to it; null: never, or not since it changed' }),
+  pending_email: Type.Union([Type.String({ format: 'email' }), Type.Null()], { description: 'The address a change waits to verify before it replaces `email` (a mail with a link went to it); null: none' })
+}
+
 /** A user as the API shows one (and as the users' data access returns one). */
 export const User = Type.Object({
   id: Type.Integer({ minimum: 1 }),
   name: Type.String(),
   email: Type.String({ format: 'email' }),
+  ...addressFields,
   roles: Type.Array(Type.Ref(NamedRef)),
   created_at: Timestamp,
   updated_at: Timestamp

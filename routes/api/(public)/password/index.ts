@@ -3,15 +3,17 @@ import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { confirmedPassword } from '../../../../lib/auth/passwords.js'
 import { credentialQueries } from '../../../../lib/auth/credential-queries.js'
-import { newResetToken, RESET_TOKEN_TTL_SECONDS, resetTokenHash } from '../../../../lib/auth/reset-tokens.js'
+import { mailedTokenHash, newMailedToken } from '../../../../lib/auth/mailed-tokens.js'
 import { CodedError } from '../../../../lib/http/error-codes.js'
-import { passwordResetMail } from '../../../../lib/mail/password-reset-mail.js'
+import { passwordResetMail } from '../../../../lib/mail/link-mail.js'
 import { apiKeysRepository } from '../../(authenticated)/keys/repository.js'
 import { usersRepository } from '../../(authenticated)/users/repository.js'
 import { passwordSchemas } from './schema.js'
 
 /** Small bodies: an address, or a token and a password twice. */
 const BODY_LIMIT = 4 * 1024
+/** How long a token sent works. */
+const RESET_TOKEN_TTL_SECONDS = 3_600
 
 /** The reset of this token's hash, if it still works: not expired, its user not deleted. */
 const usable = (db: Knex, hash: Buffer) => db('password_resets').where('token_hash', hash).where('expires_at', '>', db.fn.now())
@@ -31,7 +33,7 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
   async function sendReset (request: FastifyRequest, email: string) {
     const user = await credentials.find(email)
     if (user === undefined) return
-    const { token, hash } = newResetToken()
+    const { token, hash } = newMailedToken()
     await fastify.knex.transaction(async trx => {
       await trx('password_resets').insert({ user_id: user.id, token_hash: hash, expires_at: trx.raw('now() + make_interval(secs => ?)', [RESET_TOKEN_TTL_SECONDS]), created_at: trx.fn.now() })
         .onConflict('user_id').merge()
@@ -53,7 +55,7 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/reset', { schema: passwordSchemas.reset, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('password-reset') }, async (request) => {
     const { token, password: newPassword, c_password: confirmation } = request.body
-    const hash = resetTokenHash(token)
+    const hash = mailedTokenHash(token)
     // Hashed only for a token that works (and read again, under the user's lock, below).
     const found = await usable(fastify.knex, hash).first('user_id')
     if (found === undefined) throw invalidToken()
@@ -63,7 +65,8 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
       const [spent] = await usable(trx, hash).delete().returning('user_id') as Array<{ user_id: number }>
       if (spent === undefined) throw invalidToken()
       const userId = spent.user_id
-      await users.update(userId, { passwordHash }, trx)
+      // The link came by mail to the user's address: it is proven theirs too.
+      await users.update(userId, { passwordHash, emailVerified: true }, trx)
       await users.endAllSessions(userId, trx)
       const revoked = await keys.revokeAll(userId, trx)
       const actor = { id: userId }

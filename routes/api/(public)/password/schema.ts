@@ -1,7 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../../../../schemas/common.js'
 import { userFields } from '../../(authenticated)/users/schema.js'
-import { RESET_TOKEN_PATTERN } from '../../../../lib/auth/reset-tokens.js'
+import { MAILED_TOKEN_PATTERN } from '../../../../lib/auth/mailed-tokens.js'
 import { authTag } from '../schema.js'
 
 const Message = (description: string) => Type.Object({
@@ -29,7 +29,7 @@ export const passwordSchemas = {
     summary: 'Set a new password with a token sent by mail',
     description: 'Sets the password of the user the token was sent to, spends the token, and ends every session and API key of the user (whoever held the account meanwhile may have made some): log in again. A token unknown, spent, expired or not the latest one sent is 400 `invalid_reset_token`. Rate limited per client IP (429 with Retry-After).',
     body: Type.Object({
-      token: Type.String({ pattern: RESET_TOKEN_PATTERN, writeOnly: true, description: 'The token of the mail\'s link' }),
+      token: Type.String({ pattern: MAILED_TOKEN_PATTERN, writeOnly: true, description: 'The token of the mail\'s link' }),
       password: userFields.password,
       c_password: userFields.c_password
     }, { additionalProperties: false }),

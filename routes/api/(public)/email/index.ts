@@ -1,0 +1,79 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import type { Knex } from 'knex'
+import { emailKey } from '../../../../lib/auth/email.js'
+import { mailedTokenHash } from '../../../../lib/auth/mailed-tokens.js'
+import { CodedError } from '../../../../lib/http/error-codes.js'
+import { usersRepository } from '../../(authenticated)/users/repository.js'
+import { emailSchemas } from './schema.js'
+
+/** Small bodies: a token, or an address. */
+const BODY_LIMIT = 4 * 1024
+
+/** The verification of this token's hash, if it still works: not expired, its user not deleted. */
+const usable = (db: Knex, hash: Buffer) => db('email_verifications').where('token_hash', hash).where('expires_at', '>', db.fn.now())
+  .whereIn('user_id', db('users').select('id').whereNull('deleted_at'))
+
+const invalidToken = () => new CodedError('invalid_verification_token', 'The e-mail verification token is invalid, expired or spent: ask for another')
+
+/** What a user's address stands at, as a verification reads it under the user's lock. */
+interface AddressState { email: string, pending_email: string | null, email_verified_at: Date | null }
+
+/**
+ * `/api/email/verify` and `/api/email/resend`: e-mail verification by mail (README, "E-mail
+ * verification"; the tokens are plugins/app/address-verification.ts's).
+ */
+const email: FastifyPluginAsyncTypebox = async (fastify) => {
+  const users = usersRepository(fastify.database, fastify.callerCache)
+  const verification = fastify.addressVerification
+
+  /** A new token for what `email`'s user has to verify, if anything, with its audit entry, and its mail. */
+  async function resend (request: FastifyRequest, email: string) {
+    const mail = await fastify.knex.transaction(async trx => {
+      const user = await trx('users').where({ email_key: emailKey(email) }).whereNull('deleted_at').forNoKeyUpdate()
+        .first<({ id: number } & AddressState) | undefined>('id', 'email', 'pending_email', 'email_verified_at')
+      if (user === undefined || (user.pending_email === null && user.email_verified_at !== null)) return null
+      await request.audit(trx, { action: 'verify-request', resource: 'user', id: user.id, actor: { id: null } })
+      return user.pending_email === null ? verification.issue(trx, user.id, user.email, false) : verification.issue(trx, user.id, user.pending_email, true)
+    })
+    verification.send(request, mail)
+  }
+
+  fastify.post('/verify', { schema: emailSchemas.verify, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('email-verify') }, async (request) => {
+    const hash = mailedTokenHash(request.body.token)
+    await request.recordEvents(async trx => {
+      // Spent in the transaction that uses it: of two verifications with one token, one counts.
+      const [spent] = await usable(trx, hash).delete().returning(['user_id', 'email']) as Array<{ user_id: number, email: string }>
+      if (spent === undefined) throw invalidToken()
+      const userId = spent.user_id
+      const before = await trx('users').where({ id: userId }).forNoKeyUpdate().first<AddressState>('email', 'pending_email', 'email_verified_at')
+      // The address the token went to is the user's, or the one their change waits for; a
+      // token of an address neither is any more (a change made or ended since) proves nothing.
+      const change = spent.email === before.pending_email && emailKey(spent.email) !== emailKey(before.email)
+      if (!change && emailKey(spent.email) !== emailKey(before.email)) throw invalidToken()
+      if (change) await verification.ensureFree(trx, userId, spent.email)
+      const after = await users.update(userId, change ? { email: spent.email, emailVerified: true } : { emailVerified: true }, trx)
+      return {
+        result: undefined,
+        events: [{
+          action: 'verify-email' as const,
+          resource: 'user',
+          id: userId,
+          before: { email: before.email, pending_email: before.pending_email, email_verified_at: before.email_verified_at },
+          after: { email: after.email, pending_email: after.pending_email, email_verified_at: after.email_verified_at },
+          actor: { id: userId }
+        }]
+      }
+    })
+    return { success: true as const, message: 'The e-mail address is verified' }
+  })
+
+  // Answered before the address is looked up, as a password reset's ask is.
+  fastify.post('/resend', { schema: emailSchemas.resend, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('email-resend') }, async (request, reply) => {
+    fastify.mail.ensureOn()
+    fastify.mail.later(request, 'an e-mail verification mail', async () => resend(request, request.body.email))
+    return reply.code(202).send({ success: true as const, message: 'If a user has this address and something to verify, a mail is on its way' })
+  })
+}
+
+export default email

@@ -1,6 +1,6 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
-import { build } from '../../helper.js'
+import { build, lockWaiters } from '../../helper.js'
 import { buildWithMail, PUBLIC_URL, recipients } from '../../mail-server.js'
 import { bearer, login, PASSWORD, userWithRoles } from './accounts.js'
 import { loadConfig } from '../../../lib/process/config.js'
@@ -70,6 +70,9 @@ t.test('a new address waits for its verification before it replaces the old one'
   t.match((await verify(app, tokenOf(message.text))).json(), { statusCode: 400, code: 'invalid_verification_token' }, 'the first link replaced')
   t.equal((await verify(app, tokenOf(again.text))).statusCode, 200)
   t.match((await profileOf(app, user.token)).data, { email: 'new@example.com', pending_email: null, email_verified_at: /^\d{4}-/ })
+  const admin = await userWithRoles(app, ['Admin'])
+  const events = (await app.inject({ url: '/api/events?type[eq]=user.updated', headers: bearer(admin.token) })).json<{ data: Array<{ resource_id: number, data: object, changed: string[] }> }>().data
+  t.match(events.at(-1), { resource_id: user.id, data: { email: 'new@example.com' }, changed: ['email', 'email_verified_at', 'pending_email'] }, 'in the change feed, as the user\'s update')
   await login(app, 'new@example.com')
   t.equal((await app.inject({ method: 'POST', url: '/api/login', payload: { email: user.email, password: PASSWORD } })).statusCode, 401, 'the old address no more')
 })
@@ -85,6 +88,23 @@ t.test('two users waiting for one address: the first to verify it has it, the ot
   t.equal((await verify(app, secondToken)).statusCode, 200)
   t.match((await verify(app, firstToken)).json(), { statusCode: 409, code: 'email_taken' })
   t.match((await profileOf(app, first.token)).data, { email: first.email, pending_email: 'shared@example.com' }, 'nothing changed')
+})
+
+t.test('two verifications with one token at once: one counts, the other is refused', async t => {
+  const { app, mail } = await buildWithMail(t)
+  await register(app, 'twice@example.com')
+  const { id } = await app.knex('users').where({ email: 'twice@example.com' }).first('id')
+  const token = tokenOf((await mail.next()).text)
+  // The user's row held: both find the token before either takes the lock.
+  const holder = await app.knex.transaction()
+  await holder('users').where({ id }).forNoKeyUpdate().select('id')
+  const both = Promise.all([verify(app, token), verify(app, token)])
+  t.ok(await lockWaiters(app, 2), 'both wait for the user\'s row')
+  await holder.commit()
+  const answers = await both
+  t.same(answers.map(res => res.statusCode).sort(), [200, 400])
+  const admin = await userWithRoles(app, ['Admin'])
+  t.equal((await app.inject({ url: '/api/audit?action[eq]=verify-email', headers: bearer(admin.token) })).json<{ data: unknown[] }>().data.length, 1, 'audited once')
 })
 
 t.test('a newer change, or the old address sent again, leaves an earlier link nothing to prove', async t => {

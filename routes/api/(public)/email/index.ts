@@ -4,6 +4,8 @@ import type { Knex } from 'knex'
 import { emailKey } from '../../../../lib/auth/email.js'
 import { mailedTokenHash } from '../../../../lib/auth/mailed-tokens.js'
 import { CodedError } from '../../../../lib/http/error-codes.js'
+import type { RecordKind } from '../../../../plugins/app/write-path.js'
+import type { User } from '../../(authenticated)/users/schema.js'
 import { usersRepository } from '../../(authenticated)/users/repository.js'
 import { emailSchemas } from './schema.js'
 
@@ -16,7 +18,7 @@ const usable = (db: Knex, hash: Buffer) => db('email_verifications').where('toke
 
 const invalidToken = () => new CodedError('invalid_verification_token', 'The e-mail verification token is invalid, expired or spent: ask for another')
 
-/** What a user's address stands at, as a verification reads it under the user's lock. */
+/** What a user's address stands at, as a mail asked again reads it. */
 interface AddressState { email: string, pending_email: string | null, email_verified_at: Date | null }
 
 /**
@@ -26,6 +28,8 @@ interface AddressState { email: string, pending_email: string | null, email_veri
 const email: FastifyPluginAsyncTypebox = async (fastify) => {
   const users = usersRepository(fastify.database, fastify.callerCache)
   const verification = fastify.addressVerification
+  // A user as a verification changes them: no tag asked (the token is the proof).
+  const verifiedUser: RecordKind<User> = { resource: 'user', lock: users.findLocked, tag: false, notFound: invalidToken }
 
   /** A new token for what `email`'s user has to verify, if anything, with its audit entry, and its mail. */
   async function resend (request: FastifyRequest, email: string) {
@@ -39,32 +43,24 @@ const email: FastifyPluginAsyncTypebox = async (fastify) => {
     verification.send(request, mail)
   }
 
-  fastify.post('/verify', { schema: emailSchemas.verify, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('email-verify') }, async (request) => {
+  fastify.post('/verify', { schema: emailSchemas.verify, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('email-verify') }, async (request, reply) => {
     const hash = mailedTokenHash(request.body.token)
-    await request.recordEvents(async trx => {
+    const found = await usable(fastify.knex, hash).first<{ user_id: number } | undefined>('user_id')
+    if (found === undefined) throw invalidToken()
+    const userId = found.user_id
+    // The user's update through the write path (audited as `verify-email`, and in the change
+    // feed, as the address may change), under the user's lock; no If-Match: the link is the proof.
+    await request.updateRecord(reply, verifiedUser, userId, async (trx, before) => {
       // Spent in the transaction that uses it: of two verifications with one token, one counts.
-      const [spent] = await usable(trx, hash).delete().returning(['user_id', 'email']) as Array<{ user_id: number, email: string }>
+      const [spent] = await usable(trx, hash).delete().returning('email') as Array<{ email: string }>
       if (spent === undefined) throw invalidToken()
-      const userId = spent.user_id
-      const before = await trx('users').where({ id: userId }).forNoKeyUpdate().first<AddressState>('email', 'pending_email', 'email_verified_at')
       // The address the token went to is the user's, or the one their change waits for; a
       // token of an address neither is any more (a change made or ended since) proves nothing.
       const change = spent.email === before.pending_email && emailKey(spent.email) !== emailKey(before.email)
       if (!change && emailKey(spent.email) !== emailKey(before.email)) throw invalidToken()
       if (change) await verification.ensureFree(trx, userId, spent.email)
-      const after = await users.update(userId, change ? { email: spent.email, emailVerified: true } : { emailVerified: true }, trx)
-      return {
-        result: undefined,
-        events: [{
-          action: 'verify-email' as const,
-          resource: 'user',
-          id: userId,
-          before: { email: before.email, pending_email: before.pending_email, email_verified_at: before.email_verified_at },
-          after: { email: after.email, pending_email: after.pending_email, email_verified_at: after.email_verified_at },
-          actor: { id: userId }
-        }]
-      }
-    })
+      return users.update(userId, change ? { email: spent.email, emailVerified: true } : { emailVerified: true }, trx)
+    }, { action: 'verify-email', actor: () => ({ id: userId }) })
     return { success: true as const, message: 'The e-mail address is verified' }
   })
 

@@ -25,6 +25,8 @@ export interface Mail {
    * answer, whose times would tell it. A failure is logged; the instance waits for it as it closes.
    */
   later (request: FastifyRequest, what: string, work: () => Promise<void>): void
+  /** Resolves once the work `later` has started so far has ended (as the instance closes, it waits so). */
+  settled (): Promise<void>
 }
 
 /** Work done `later` starts within this long of its request's answer. */
@@ -52,10 +54,14 @@ export default fp(async (fastify) => {
         .catch((error: unknown) => request.log.warn({ err: error }, `could not send ${what}`))
         .finally(() => pending.delete(done))
       pending.add(done)
+    },
+    async settled () {
+      // Work may start more (a mail asked again sends one): until none is left.
+      while (pending.size > 0) await Promise.allSettled(pending)
     }
   } satisfies Mail)
   fastify.addHook('onClose', async () => {
-    await Promise.allSettled(pending)
+    await fastify.mail.settled()
     transport?.close()
   })
 }, { name: 'mail', dependencies: ['config'] })

@@ -26,14 +26,18 @@ export interface AddressVerification {
   /**
    * What a change of `current`'s address to `email` writes: with verification on, the address
    * waits as `pending_email`, with a token mailed to it (an address another user has: 409
-   * `email_taken`); off, or for the same address in another spelling, it is made at once.
+   * `email_taken`); off, it is made at once, unverified; the same address in another case is
+   * made at once, still verified.
    */
-  change (trx: Knex, current: { id: number, email: string }, email: string | undefined): Promise<{ update: { email?: string, pendingEmail?: string }, mail: VerificationMail | null }>
+  change (trx: Knex, current: { id: number, email: string }, email: string | undefined): Promise<{ update: { email?: string, pendingEmail?: string, emailVerified?: 'kept' }, mail: VerificationMail | null }>
   /** 409 `email_taken` if a user other than `userId` has `email`, in any spelling of it. */
   ensureFree (trx: Knex, userId: number, email: string): Promise<void>
   /** Sends `mail`, if any, after the request is answered (plugins/app/mail.ts's `later`). */
   send (request: FastifyRequest, mail: VerificationMail | null): void
 }
+
+/** Whether two spellings of an address reach one mailbox: the same but for case. */
+const sameMailbox = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 /** How long a verification token works. */
 export const VERIFICATION_TTL_SECONDS = 86_400
@@ -66,9 +70,11 @@ export default fp(async (fastify) => {
     ensureFree,
     async change (trx, current, email) {
       if (email === undefined) return { update: {}, mail: null }
-      // The same address (a change waiting for another ends): nothing to prove.
-      if (!on || emailKey(email) === emailKey(current.email)) return { update: { email }, mail: null }
+      // The same mailbox, the address in another case (a change waiting for another ends):
+      // nothing to prove, and its verification holds.
+      if (sameMailbox(email, current.email)) return { update: { email, emailVerified: 'kept' }, mail: null }
       await ensureFree(trx, current.id, email)
+      if (!on) return { update: { email }, mail: null }
       return { update: { pendingEmail: email }, mail: await issue(trx, current.id, email, true) }
     },
     send (request, mail) {

@@ -17,15 +17,16 @@ import type { Profile } from '../schema.js'
 /** A user to make; `emailVerified`: their address is proven already (the administrator an operator names). */
 export interface NewUser { name: string, email: string, passwordHash: string, roleIds: number[], emailVerified?: boolean }
 /**
- * A change of a user. A new `email` ends a change waiting for verification, and leaves the
- * address unverified unless it is the same one in another spelling, or `emailVerified` (the
- * address was just proven). `pendingEmail`: an address the user changes to once it is verified.
+ * A change of a user. A new `email` ends a change waiting for verification; `emailVerified`
+ * says what becomes of the address's verification: `now`, proven just now (a link followed);
+ * `kept`, as it was (the same mailbox, the address in another case); otherwise, with a new
+ * `email`, none. `pendingEmail`: an address the user changes to once it is verified.
  */
 export interface UserUpdate {
   name?: string | undefined
   email?: string | undefined
   pendingEmail?: string | null | undefined
-  emailVerified?: true | undefined
+  emailVerified?: 'now' | 'kept' | undefined
   passwordHash?: string | undefined
   roleIds?: number[] | undefined
 }
@@ -118,10 +119,9 @@ function createUsersRepository (database: Database, cache: CallerCache) {
             email: changes.email,
             email_key: emailKey(changes.email),
             pending_email: null,
-            // On the right of SET, email_key is the row's as it was.
-            email_verified_at: changes.emailVerified === true ? trx.fn.now() : trx.raw('case when email_key = ? then email_verified_at end', [emailKey(changes.email)])
+            ...(changes.emailVerified !== 'kept' && { email_verified_at: changes.emailVerified === 'now' ? trx.fn.now() : null })
           }),
-          ...(changes.email === undefined && changes.emailVerified === true && { email_verified_at: trx.fn.now() }),
+          ...(changes.email === undefined && changes.emailVerified === 'now' && { email_verified_at: trx.fn.now() }),
           ...(changes.pendingEmail !== undefined && { pending_email: changes.pendingEmail }),
           ...(changes.passwordHash !== undefined && { password: changes.passwordHash }),
           updated_at: trx.fn.now()

@@ -54,12 +54,12 @@ const email: FastifyPluginAsyncTypebox = async (fastify) => {
       // Spent in the transaction that uses it: of two verifications with one token, one counts.
       const [spent] = await usable(trx, hash).delete().returning('email') as Array<{ email: string }>
       if (spent === undefined) throw invalidToken()
-      // The address the token went to is the user's, or the one their change waits for; a
+      // The address the token went to is the one the user's change waits for, or their own; a
       // token of an address neither is any more (a change made or ended since) proves nothing.
-      const change = spent.email === before.pending_email && emailKey(spent.email) !== emailKey(before.email)
-      if (!change && emailKey(spent.email) !== emailKey(before.email)) throw invalidToken()
+      const change = spent.email === before.pending_email
+      if (!change && spent.email !== before.email) throw invalidToken()
       if (change) await verification.ensureFree(trx, userId, spent.email)
-      return users.update(userId, change ? { email: spent.email, emailVerified: true } : { emailVerified: true }, trx)
+      return users.update(userId, change ? { email: spent.email, emailVerified: 'now' } : { emailVerified: 'now' }, trx)
     }, { action: 'verify-email', actor: () => ({ id: userId }) })
     return { success: true as const, message: 'The e-mail address is verified' }
   })

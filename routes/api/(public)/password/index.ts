@@ -66,7 +66,7 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
       if (spent === undefined) throw invalidToken()
       const userId = spent.user_id
       // The link came by mail to the user's address: it is proven theirs too.
-      await users.update(userId, { passwordHash, emailVerified: true }, trx)
+      await users.update(userId, { passwordHash, emailVerified: 'now' }, trx)
       await users.endAllSessions(userId, trx)
       const revoked = await keys.revokeAll(userId, trx)
       const actor = { id: userId }

@@ -33,7 +33,7 @@ try {
     const password = randomBytes(12).toString('base64url')
     const passwordHash = await fastify.passwords.hash(password)
     await fastify.knex.transaction(async trx => {
-      await users.update(user.id, { passwordHash }, trx)
+      await users.update(user.id, { passwordHash, recovery: true }, trx)
       await users.endAllSessions(user.id, trx)
       await apiKeysRepository(fastify.database, fastify.callerCache).revokeAll(user.id, trx)
     })

@@ -20,7 +20,7 @@ export interface TokenCaller {
 }
 
 /** The policies of the roles of the user `u.id` (lib/limits/rate-policy.ts's userPolicy). */
-const ROLE_POLICIES = `(select coalesce(json_agg(json_build_object('name', r.name, 'rate_limit', r.rate_limit, 'rate_quota', r.rate_quota)), '[]')
+const ROLE_POLICIES = `(select coalesce(json_agg(json_build_object('name', r.name, 'rate_limit', r.rate_limit, 'rate_quota', r.rate_quota) order by r.id), '[]')
       from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id) as roles`
 
 /**

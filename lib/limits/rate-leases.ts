@@ -153,6 +153,8 @@ export class RateLeases {
     if (units < 0 && lease !== undefined && this.serves(lease, now) && samePolicy(lease.policy, policy)) {
       lease.units -= units
       lease.spent = Math.max(0, lease.spent + units)
+      // A refusal kept meanwhile held for want of these units.
+      delete lease.refusal
       return
     }
     const returned = this.unspent(lease, now)

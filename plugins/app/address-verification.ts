@@ -16,8 +16,6 @@ declare module 'fastify' {
 export interface VerificationMail { address: string, token: string, change: boolean }
 
 export interface AddressVerification {
-  /** Whether addresses are verified by mail (SMTP_URL set). */
-  on: boolean
   /**
    * A token for `address` of user `userId` (their address, or the one they change to; `change`
    * says which), replacing any earlier one, written in `trx`; null with verification off.
@@ -40,7 +38,7 @@ export interface AddressVerification {
 const sameMailbox = (a: string, b: string) => a.toLowerCase() === b.toLowerCase()
 
 /** How long a verification token works. */
-export const VERIFICATION_TTL_SECONDS = 86_400
+const VERIFICATION_TTL_SECONDS = 86_400
 
 /**
  * E-mail verification (README, "E-mail verification"): a token mailed to an address proves it
@@ -48,6 +46,7 @@ export const VERIFICATION_TTL_SECONDS = 86_400
  * address, a mail asked again); POST /api/email/verify spends it.
  */
 export default fp(async (fastify) => {
+  // Addresses are verified by mail: with SMTP_URL.
   const on = fastify.config.mail !== null
 
   const issue: AddressVerification['issue'] = async (trx, userId, address, change) => {
@@ -65,7 +64,6 @@ export default fp(async (fastify) => {
   }
 
   fastify.decorate('addressVerification', {
-    on,
     issue,
     ensureFree,
     async change (trx, current, email) {

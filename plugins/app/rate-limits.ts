@@ -22,7 +22,7 @@ declare module 'fastify' {
     spendUnits (reply: FastifyReply, units: number): Promise<void>
     /** Charges `units` more now, whatever is left (an import's or an export's rows, counted as they went). */
     chargeUnits (units: number): void
-    /** Units the request has asked of its caller's allowance so far. */
+    /** Units the request has asked of its caller's allowances so far (each is charged its policy's count at most). */
     unitsSpent: number
   }
   interface FastifyContextConfig {
@@ -83,9 +83,12 @@ export default fp(async (fastify) => {
     if (user.keyPolicy !== undefined) allowances.push({ caller: `key:${user.keyId!}`, policy: user.keyPolicy })
     return allowances
   }
-  // A request costs a policy's count at most, what it asks before its body and after both: a
-  // full bucket serves any request.
-  const mostOf = (allowances: readonly Allowance[]) => Math.min(...allowances.map(({ policy }) => Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity)))
+  // A request costs each allowance its policy's count at most, what it asks before its body and
+  // after both: a full bucket serves any request. Each its own: a key of a small count does not
+  // make its owner's charge small.
+  const capped = ({ policy }: Allowance, asked: number) => Math.min(asked, policy.rate?.count ?? Infinity, policy.quota ?? Infinity)
+  /** The units of each allowance that `cost` more of a request that asked `asked` so far is charged. */
+  const unitsOf = (allowances: readonly Allowance[], asked: number, cost: number) => allowances.map(allowance => capped(allowance, asked + cost) - capped(allowance, asked))
   // The RateLimit-Policy field of each policy, written once.
   const policyFields = new WeakMap<RatePolicy, string>()
   const policyText = (policy: RatePolicy) => {
@@ -126,35 +129,45 @@ export default fp(async (fastify) => {
    * (no promise) when this instance's leases serve, as they do most requests; else a promise.
    */
   const spend = (request: FastifyRequest, reply: FastifyReply, allowances: readonly Allowance[], cost: number): Promise<void> | undefined => {
-    const units = Math.min(cost, mostOf(allowances) - request.unitsSpent)
-    if (units <= 0) return undefined
+    if (cost <= 0) return undefined
+    const units = unitsOf(allowances, request.unitsSpent, cost)
+    // The allowances this cost charges, by index: not those this request has charged their
+    // count already.
+    const asked = allowances.flatMap((_, i) => units[i]! > 0 ? [i] : [])
+    if (asked.length === 0) {
+      request.unitsSpent += cost
+      return undefined
+    }
     const decisions: Array<Decision | undefined> = []
-    const giveBackBefore = (i: number) => { for (let j = 0; j < i; j++) chargeTo(request, allowances[j]!, -units) }
-    /** Notes allowance i's decision; refused, gives the others' units back and throws the 429 with the fields. */
-    const decided = (i: number, decision: Decision) => {
-      decisions[i] = decision
+    /** Gives back what the allowances asked before the `k`-th gave. */
+    const giveBackBefore = (k: number) => { for (const j of asked.slice(0, k)) chargeTo(request, allowances[j]!, -units[j]!) }
+    /** Notes the `k`-th asked allowance's decision; refused, gives the others' units back and throws the 429 with the fields. */
+    const decided = (k: number, decision: Decision) => {
+      decisions[asked[k]!] = decision
       if (decision.allowed) return
-      giveBackBefore(i)
+      giveBackBefore(k)
       answer(reply, allowances, decisions)
     }
     const spent = () => {
-      request.unitsSpent += units
+      request.unitsSpent += cost
       answer(reply, allowances, decisions)
     }
-    /** Asks the database for allowance `from` and those after it, in turn. */
+    /** Asks the database for the `from`-th asked allowance and those after it, in turn. */
     const ask = async (from: number) => {
-      for (let i = from; i < allowances.length; i++) {
+      for (let k = from; k < asked.length; k++) {
+        const i = asked[k]!
         const { caller, policy } = allowances[i]!
         // The database failing (503): what the others gave goes back.
-        decided(i, await leases.spend(caller, policy, units).catch((error: unknown) => { giveBackBefore(i); throw error }))
+        decided(k, await leases.spend(caller, policy, units[i]!).catch((error: unknown) => { giveBackBefore(k); throw error }))
       }
       spent()
     }
-    for (let i = 0; i < allowances.length; i++) {
+    for (let k = 0; k < asked.length; k++) {
+      const i = asked[k]!
       const { caller, policy } = allowances[i]!
-      const here = leases.spendHere(caller, policy, units)
-      if (here === undefined) return ask(i)
-      decided(i, here)
+      const here = leases.spendHere(caller, policy, units[i]!)
+      if (here === undefined) return ask(k)
+      decided(k, here)
     }
     spent()
     return undefined
@@ -165,13 +178,12 @@ export default fp(async (fastify) => {
       .catch((error: unknown) => request.log.warn({ err: error }, 'could not charge a request\'s units to its caller\'s rate limit'))
   }
 
-  /** Charges `cost` more of the request's allowances (the request's total is the count at most); negative, gives them back. */
+  /** Charges `cost` more of the request's allowances (each one's total is its count at most); negative, gives them back. */
   const charge = (request: FastifyRequest, cost: number) => {
     const allowances = allowancesOf(request)
-    const units = Math.min(cost, mostOf(allowances) - request.unitsSpent)
-    if (allowances.length === 0 || units === 0) return
-    request.unitsSpent += units
-    for (const allowance of allowances) chargeTo(request, allowance, units)
+    const units = unitsOf(allowances, request.unitsSpent, cost)
+    request.unitsSpent += cost
+    allowances.forEach((allowance, i) => { if (units[i] !== 0) chargeTo(request, allowance, units[i]!) })
   }
 
   fastify.decorate('rateLimits', {
@@ -179,7 +191,7 @@ export default fp(async (fastify) => {
     leases,
     allowancesOf,
     policyOf: async (userId, db = fastify.knex) => userPolicy(policy, await db('user_roles as ur').join('roles as r', 'r.id', 'ur.role_id')
-      .where('ur.user_id', userId).select<RolePolicy[]>('r.name', 'r.rate_limit', 'r.rate_quota')),
+      .where('ur.user_id', userId).orderBy('r.id').select<RolePolicy[]>('r.name', 'r.rate_limit', 'r.rate_quota')),
     usage: async ({ caller, policy }) => leases.usage(caller, policy),
     sweep: store.sweep,
     holdRefused (request, reply) {

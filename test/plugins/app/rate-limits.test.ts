@@ -140,6 +140,14 @@ t.test('a batch that costs more than is left is refused before a row is written;
   t.equal((await app.knex('students').count({ n: '*' }))[0]!.n, '300', 'nothing written')
 })
 
+t.test('a batch whose request spent the policy\'s whole count already costs nothing more for its rows', async t => {
+  const app = await build(t, limited({ count: 1, windowSeconds: 3600 }))
+  clockOf(app)
+  const batch = await app.inject({ method: 'POST', url: '/students/batch', payload: Array.from({ length: 30 }, (_, i) => student(i)) })
+  t.match(batch, { statusCode: 200, headers: { ratelimit: '"default";r=0;t=3600' } }, 'its one unit, the count, before the rows')
+  t.equal((await app.knex('students').count({ n: '*' }))[0]!.n, '30')
+})
+
 t.test('a batch with an Idempotency-Key costs its rows before its key is looked up, a replay too', async t => {
   const app = await build(t, limited({ count: 100, windowSeconds: 3600 }))
   clockOf(app)

@@ -157,6 +157,16 @@ t.test('a request refused by either allowance costs the other nothing', async t 
   t.match((await requests(app, other.token, 1))[0]!.headers, { ratelimit: '"default";r=1;t=15' }, 'the owner spent two (the key\'s creation, its request): its refusals gave theirs back')
 })
 
+t.test('a costly request through a key of a small count costs its owner in full', async t => {
+  const app = await build(t, limited(null, 1000))
+  clockOf(app)
+  const owner = await userWithRoles(app, ['Admin'])
+  const key = await makeKey(app, owner.token, { rate_limit: '1/1s' })
+  const costly = await app.inject({ url: '/api/clients?limit=1000&count=exact', headers: bearer(key.secret) })
+  t.equal(costly.statusCode, 200)
+  t.equal(costly.headers.ratelimit, '"default-daily";r=985;t=43200, "key";r=0;t=1', 'the owner 14 (and 1 for the key\'s creation), the key its count of 1')
+})
+
 t.test('a key and its owner asked at once: every refusal is the one whose units are spent, and the key keeps the rest', async t => {
   const app = await build(t, limited({ count: 20, windowSeconds: 10 }))
   const clock = clockOf(app)

@@ -46,6 +46,7 @@ t.test('register mails a link that verifies the address, once; audited without t
   const audit = (await app.inject({ url: '/api/audit?action[eq]=verify-email', headers: bearer(admin.token) })).json<{ data: Array<Record<string, unknown>> }>().data
   t.match(audit, [{ action: 'verify-email', resource: 'user', actor_id: audit[0]?.resource_id, before: { email_verified_at: null }, after: { email_verified_at: after.email_verified_at } }])
   t.notOk(JSON.stringify(audit).includes(token), 'no entry holds the token')
+  await app.mail.settled()
   t.equal(mail.unread, 0)
 })
 
@@ -118,6 +119,7 @@ t.test('a newer change, or the old address sent again, leaves an earlier link no
   const back = await changeAddress(app, user.token, user.email)
   t.match(back.json(), { data: { email: user.email, pending_email: null }, message: 'Profile updated' }, 'the address it has: the change waiting ends')
   t.match((await verify(app, two)).json(), { statusCode: 400, code: 'invalid_verification_token' })
+  await app.mail.settled()
   t.equal(mail.unread, 0)
 })
 
@@ -156,7 +158,7 @@ t.test('REQUIRE_VERIFIED_EMAIL: register starts no session, login waits for the 
   t.equal((await verify(app, second)).statusCode, 200)
   await login(app, 'grace@example.com')
   await resend(app, 'grace@example.com')
-  await new Promise(resolve => setTimeout(resolve, 2_500))
+  await app.mail.settled()
   t.equal(mail.unread, 0, 'nothing to verify, no mail: nor for the address nobody has')
 })
 

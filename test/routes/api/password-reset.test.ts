@@ -58,6 +58,7 @@ t.test('an address no user has: the same answer, and no mail; only the latest to
   t.equal(unknown.statusCode, 202)
   t.same(unknown.json(), (await forgot(app, user.email)).json(), 'the same body')
   const first = tokenOf((await mail.next()).text)
+  await app.mail.settled()
   t.equal(mail.unread, 0, 'one mail: the known address\'s, though asked after the unknown one')
   await forgot(app, user.email)
   const second = tokenOf((await mail.next()).text)
@@ -68,6 +69,29 @@ t.test('an address no user has: the same answer, and no mail; only the latest to
   t.match((await reset(app, 'x'.repeat(43))).json(), { statusCode: 400, code: 'invalid_reset_token' })
   t.match((await reset(app, 'short')).json(), { statusCode: 400, code: 'invalid_body', param: 'token' })
   await login(app, user.email, PASSWORD)
+})
+
+t.test('a token is void once the password changes by other means; a reset ends a change of address waiting', async t => {
+  const { app, mail } = await withMail(t)
+  const user = await userWithRoles(app, ['User'])
+  await forgot(app, user.email)
+  const token = tokenOf((await mail.next()).text)
+  const profile = await app.inject({ url: '/api/profile', headers: bearer(user.token) })
+  const changed = await app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(user.token), 'if-match': profile.headers.etag as string }, payload: { password: 'changed by the user', c_password: 'changed by the user', current_password: PASSWORD } })
+  t.equal(changed.statusCode, 200)
+  t.match((await reset(app, token)).json(), { statusCode: 400, code: 'invalid_reset_token' }, 'the token asked before the change')
+
+  // An intruder who knew the password asks for an address of theirs; the owner resets.
+  const session = await login(app, user.email, 'changed by the user')
+  const etag = (await app.inject({ url: '/api/profile', headers: bearer(session) })).headers.etag as string
+  await app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(session), 'if-match': etag }, payload: { email: 'intruder@example.com', current_password: 'changed by the user' } })
+  const intruders = /verify-email\?token=([\w-]+)/.exec((await mail.next()).text ?? '')![1]!
+  await forgot(app, user.email)
+  t.equal((await reset(app, tokenOf((await mail.next()).text))).statusCode, 200)
+  const verified = await app.inject({ method: 'POST', url: '/api/email/verify', payload: { token: intruders } })
+  t.match(verified.json(), { statusCode: 400, code: 'invalid_verification_token' }, 'the intruder\'s link no more')
+  const owner = await login(app, user.email, NEW_PASSWORD)
+  t.match((await app.inject({ url: '/api/profile', headers: bearer(owner) })).json(), { data: { email: user.email, pending_email: null } })
 })
 
 t.test('two resets with one token at once: one sets its password', async t => {
@@ -94,6 +118,7 @@ t.test('without SMTP_URL the routes that send mail answer 503 mail_unavailable',
   const app = await build(t)
   const res = await forgot(app, 'ada@example.com')
   t.equal(res.statusCode, 503)
+  t.match((await reset(app, 'a'.repeat(43))).json(), { statusCode: 503, code: 'mail_unavailable' }, 'nor a reset')
   t.match(res.json(), { success: false, statusCode: 503, code: 'mail_unavailable' })
   t.match(res.headers, { 'retry-after': /^\d+$/ })
 })

@@ -150,7 +150,9 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)
           const address = await fastify.addressVerification.change(trx, current, email)
           mail = address.mail
-          const updated = await repository.update(id, { name, ...address.update, passwordHash, roleIds }, trx)
+          // A password set by someone else is the account's recovery (below).
+          const recovery = passwordHash !== undefined && request.user.id !== id ? true : undefined
+          const updated = await repository.update(id, { name, ...address.update, passwordHash, roleIds, recovery }, trx)
           if (currentRoles.includes(ADMIN_ROLE)) await keepAnAdmin(trx)
           // A new password ends every session of the user, but the one a user changed their own
           // in. Set by someone else, it is the account's recovery: the user's API keys end too

@@ -28,6 +28,12 @@ export interface UserUpdate {
   pendingEmail?: string | null | undefined
   emailVerified?: 'now' | 'kept' | undefined
   passwordHash?: string | undefined
+  /**
+   * A password set by someone other than the user (a reset by mail, a `user-edit` holder's, the
+   * operator's): a change of address waiting ends too, as whoever asked for it may be the
+   * intruder the recovery shuts out.
+   */
+  recovery?: true | undefined
   roleIds?: number[] | undefined
 }
 
@@ -123,9 +129,13 @@ function createUsersRepository (database: Database, cache: CallerCache) {
           }),
           ...(changes.email === undefined && changes.emailVerified === 'now' && { email_verified_at: trx.fn.now() }),
           ...(changes.pendingEmail !== undefined && { pending_email: changes.pendingEmail }),
+          ...(changes.recovery === true && { pending_email: null }),
           ...(changes.passwordHash !== undefined && { password: changes.passwordHash }),
           updated_at: trx.fn.now()
         })
+        // A reset token holds for the password and the address it was sent for: either changed, it is void.
+        if (changes.passwordHash !== undefined || changes.email !== undefined) await trx('password_resets').where({ user_id: id }).delete()
+        if (changes.recovery === true) await trx('email_verifications').where({ user_id: id }).delete()
         if (changes.roleIds) {
           await setRoles(trx, id, changes.roleIds)
           cache.afterCommit(trx, callers => callers.forgetUser(id))

@@ -57,16 +57,20 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
     const { token, password: newPassword, c_password: confirmation } = request.body
     const hash = mailedTokenHash(token)
     // Hashed only for a token that works (and read again, under the user's lock, below).
-    const found = await usable(fastify.knex, hash).first('user_id')
+    fastify.mail.ensureOn()
+    const found = await usable(fastify.knex, hash).first<{ user_id: number } | undefined>('user_id')
     if (found === undefined) throw invalidToken()
     const passwordHash = await fastify.passwords.hash(confirmedPassword(newPassword, confirmation))
     await request.recordEvents(async trx => {
+      // The user's row first, as every change of a user locks it before the rows that hang on
+      // it (a change of password, which voids the token, waits here rather than in a circle).
+      await trx('users').where({ id: found.user_id }).forNoKeyUpdate().select('id')
       // Spent in the transaction that uses it: of two resets with one token, one sets the password.
       const [spent] = await usable(trx, hash).delete().returning('user_id') as Array<{ user_id: number }>
       if (spent === undefined) throw invalidToken()
       const userId = spent.user_id
       // The link came by mail to the user's address: it is proven theirs too.
-      await users.update(userId, { passwordHash, emailVerified: 'now' }, trx)
+      await users.update(userId, { passwordHash, emailVerified: 'now', recovery: true }, trx)
       await users.endAllSessions(userId, trx)
       const revoked = await keys.revokeAll(userId, trx)
       const actor = { id: userId }

@@ -27,7 +27,8 @@ export const passwordSchemas = {
     security: [],
     operationId: 'auth.resetPassword',
     summary: 'Set a new password with a token sent by mail',
-    description: 'Sets the password of the user the token was sent to, spends the token, and ends every session and API key of the user (whoever held the account meanwhile may have made some): log in again. A token unknown, spent, expired or not the latest one sent is 400 `invalid_reset_token`. Rate limited per client IP (429 with Retry-After).',
+    description: 'Sets the password of the user the token was sent to, spends the token, and ends every session and API key of the user (whoever held the account meanwhile may have made some) and any change of address waiting for its verification: log in again. ' +
+      'A token unknown, spent, expired, not the latest one sent, or sent before the password or the address changed is 400 `invalid_reset_token`. Rate limited per client IP (429 with Retry-After). Without `SMTP_URL`: 503 `mail_unavailable`.',
     body: Type.Object({
       token: Type.String({ pattern: MAILED_TOKEN_PATTERN, writeOnly: true, description: 'The token of the mail\'s link' }),
       password: userFields.password,

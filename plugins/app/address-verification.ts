@@ -32,6 +32,8 @@ export interface AddressVerification {
   ensureFree (trx: Knex, userId: number, email: string): Promise<void>
   /** Sends `mail`, if any, after the request is answered (plugins/app/mail.ts's `later`). */
   send (request: FastifyRequest, mail: VerificationMail | null): void
+  /** Sends `mail` now: from work already done `later`, so that mails go out in the order their tokens were made. */
+  deliver (mail: VerificationMail): Promise<void>
 }
 
 /** Whether two spellings of an address reach one mailbox: the same but for case. */
@@ -58,6 +60,11 @@ export default fp(async (fastify) => {
     return { address, token, change }
   }
 
+  const deliver: AddressVerification['deliver'] = async mail => {
+    const link = `${fastify.mail.publicUrl}/verify-email?token=${mail.token}`
+    await fastify.mail.send(addressVerificationMail(mail.address, link, VERIFICATION_TTL_SECONDS / 3_600, mail.change))
+  }
+
   const ensureFree: AddressVerification['ensureFree'] = async (trx, userId, email) => {
     const holder = await trx('users').where({ email_key: emailKey(email) }).whereNull('deleted_at').whereNot({ id: userId }).first('id')
     if (holder !== undefined) throw new CodedError('email_taken', `The e-mail address ${email} is taken`)
@@ -76,10 +83,8 @@ export default fp(async (fastify) => {
       return { update: { pendingEmail: email }, mail: await issue(trx, current.id, email, true) }
     },
     send (request, mail) {
-      if (mail === null) return
-      const link = `${fastify.mail.publicUrl}/verify-email?token=${mail.token}`
-      fastify.mail.later(request, 'an e-mail verification mail', async () =>
-        fastify.mail.send(addressVerificationMail(mail.address, link, VERIFICATION_TTL_SECONDS / 3_600, mail.change)))
-    }
+      if (mail !== null) fastify.mail.later(request, 'an e-mail verification mail', async () => deliver(mail))
+    },
+    deliver
   } satisfies AddressVerification)
 }, { name: 'address-verification', dependencies: ['config', 'knex', 'mail'] })

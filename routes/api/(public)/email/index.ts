@@ -40,7 +40,9 @@ const email: FastifyPluginAsyncTypebox = async (fastify) => {
       await request.audit(trx, { action: 'verify-request', resource: 'user', id: user.id, actor: { id: null } })
       return user.pending_email === null ? verification.issue(trx, user.id, user.email, false) : verification.issue(trx, user.id, user.pending_email, true)
     })
-    verification.send(request, mail)
+    // Sent at once: this runs `later` already, and a second wait would let a mail asked again
+    // overtake this one, its token the older.
+    if (mail !== null) await verification.deliver(mail)
   }
 
   fastify.post('/verify', { schema: emailSchemas.verify, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('email-verify') }, async (request, reply) => {

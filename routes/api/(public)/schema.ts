@@ -7,6 +7,12 @@ export const authTag = { name: 'auth', description: 'Register, log in and out, t
 
 const token = (description: string) => Type.Ref('TokenEnvelope', { description })
 
+/** An answer that is a message only (a mail asked for, a token spent): `{ success: true, message }`. */
+export const Message = (description: string) => Type.Object({
+  success: Type.Literal(true),
+  message: Type.String()
+}, { additionalProperties: false, description })
+
 export const authSchemas = {
   login: {
     tags: [authTag.name],
@@ -45,7 +51,7 @@ export const authSchemas = {
     headers: CreateHeaders,
     body: Type.Object(userFields, { additionalProperties: false }),
     response: {
-      201: Created(Type.Union([Type.Ref(TokenEnvelope), Type.Object({ success: Type.Literal(true), message: Type.String() }, { additionalProperties: false, description: 'With REQUIRE_VERIFIED_EMAIL: registered, no session until the address is verified' })]),
+      201: Created(Type.Union([Type.Ref(TokenEnvelope), Message('With REQUIRE_VERIFIED_EMAIL: registered, no session until the address is verified')]),
         'The new user\'s session: access and refresh tokens (none with REQUIRE_VERIFIED_EMAIL); `Location` is the user\'s address', false),
       ...errorResponses(400, 409, 413, 415, 422, 429)
     }

@@ -2,12 +2,7 @@ import { Type } from '@sinclair/typebox'
 import { errorResponses } from '../../../../schemas/common.js'
 import { userFields } from '../../(authenticated)/users/schema.js'
 import { MAILED_TOKEN_PATTERN } from '../../../../lib/auth/mailed-tokens.js'
-import { authTag } from '../schema.js'
-
-const Message = (description: string) => Type.Object({
-  success: Type.Literal(true),
-  message: Type.String()
-}, { additionalProperties: false, description })
+import { authTag, Message } from '../schema.js'
 
 export const passwordSchemas = {
   forgot: {

@@ -157,7 +157,7 @@ t.test('users: created by an administrator and by register, renamed, a password 
   const rows = await outboxOf(app, 'user', id)
   t.same(rows.map(row => row.action), ['create', 'update', 'update', 'delete'])
   t.same(rows.map(row => Number(row.actor_id)), [admin.id, admin.id, admin.id, admin.id])
-  t.same(rows[0]!.data, { id, name: 'Ola', email: 'ola@example.com', roles: [], created_at: rows[0]!.data.created_at, updated_at: rows[0]!.data.updated_at }, 'a create holds the user as shown')
+  t.same(rows[0]!.data, { id, name: 'Ola', email: 'ola@example.com', email_verified_at: null, pending_email: null, roles: [], created_at: rows[0]!.data.created_at, updated_at: rows[0]!.data.updated_at }, 'a create holds the user as shown')
   t.same(rows[1]!.changed, ['name'])
   t.equal(rows[1]!.data.name, 'Ola Nowak')
   t.same(rows[2]!.changed, ['password'], 'a password set is named, ')

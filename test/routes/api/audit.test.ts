@@ -51,7 +51,7 @@ t.test('a scripted scenario reads back exactly: create a user, grant a role, cha
   const olaSession = entries.find(entry => entry.action === 'login' && entry.actor_id === ola)!.session_id
   t.same(told, [
     { actor: admin.id, action: 'login', resource: 'session', id: entries[0]!.session_id, before: null, after: { user_id: admin.id, ip: '127.0.0.1', user_agent: 'lightMyRequest' } },
-    { actor: admin.id, action: 'create', resource: 'user', id: ola, before: null, after: { id: ola, name: 'Ola', email: 'ola@example.com', roles: [] } },
+    { actor: admin.id, action: 'create', resource: 'user', id: ola, before: null, after: { id: ola, name: 'Ola', email: 'ola@example.com', email_verified_at: null, pending_email: null, roles: [] } },
     { actor: admin.id, action: 'update', resource: 'user', id: ola, before: { roles: [] }, after: { roles: [{ id: userRole, name: 'User' }] } },
     { actor: admin.id, action: 'update', resource: 'user', id: ola, before: { password: '[redacted]' }, after: { password: '[redacted]' } },
     { actor: ola, action: 'login', resource: 'session', id: olaSession, before: null, after: { user_id: ola, ip: '127.0.0.1', user_agent: 'lightMyRequest' } },

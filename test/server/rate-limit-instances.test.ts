@@ -6,8 +6,11 @@ const haproxy = spawnSync('haproxy', ['-v']).status === 0
 
 t.test('through HAProxy to two instances, a caller sending as fast as it can is held to its policy within 10 %',
   { skip: haproxy ? false : 'haproxy is not installed (.ci/run installs it)' }, async t => {
-    // 100 units a second: a burst of 100, then one every 10 ms.
-    const env = { ...await databaseEnv(t), RATE_LIMIT: '100/1s' }
+    // 40 units a second: a burst of 40, then one every 25 ms. Low enough that twenty clients
+    // through HAProxy exceed it by far on a two-core machine busy with the rest of the suite
+    // (at 100/1s they asked for barely a quarter more there), high enough that one lease (an
+    // eighth) is a few units.
+    const env = { ...await databaseEnv(t), RATE_LIMIT: '40/1s' }
     const instances = await Promise.all([startServer(env), startServer(env)])
     t.teardown(() => { for (const instance of instances) instance.kill() })
     const url = await startBalancer(t, instances.map(instance => instance.url) as [string, string])
@@ -38,12 +41,12 @@ t.test('through HAProxy to two instances, a caller sending as fast as it can is 
     await load
     const seconds = (Date.now() - started) / 1_000
     const served = counts.get(200) ?? 0
-    const policy = 100 + 100 * seconds
+    const policy = 40 + 40 * seconds
     t.same([...counts.keys()].sort(), [200, 429], 'answered 200 or 429')
     // Over the policy by a quarter at least, so that the count served below is the policy's: on a
     // machine busy with the rest of the suite, twenty clients ask for less than on a quiet one.
     t.ok(counts.get(429)! > served / 4, `refused a quarter of what was served at least: ${counts.get(429)} refused`)
     t.ok(Math.abs(served - policy) <= policy * 0.1, `${served} served in ${seconds.toFixed(1)} s; the policy allows ${policy.toFixed(0)}`)
     const usage = await (await fetch(`${url}/api/usage`, { headers })).json() as { data?: { rate: { remaining: number } } }
-    t.ok(usage.data === undefined || usage.data.rate.remaining < 100, 'the bucket near empty, or the usage read refused')
+    t.ok(usage.data === undefined || usage.data.rate.remaining < 40, 'the bucket near empty, or the usage read refused')
   })

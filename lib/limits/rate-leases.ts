@@ -1,7 +1,7 @@
 import { LruMap } from 'toad-cache'
 import { DAY_SECONDS, samePolicy, type Rate, type RatePolicy, type Standing } from './rate-policy.js'
 
-/** A take from a caller's shared bucket and day (db/migrations/20261208000000_rate_usage.ts's `rate_take`). */
+/** A take from a caller's shared bucket and day (db/migrations/20261212000000_rate_units_given_back.ts's `rate_take`). */
 export interface TakeArgs {
   key: string
   /** The time, in ms since the epoch. */
@@ -13,12 +13,21 @@ export interface TakeArgs {
   wanted: number
   /** Units taken before and not spent, given back first. */
   returned: number
+  /**
+   * The policy they were taken under: they go back to the bucket only while its count is the
+   * one it had (a lowered policy caps the bucket; they would lift it past its new count).
+   */
+  returnedUnder: RatePolicy | undefined
   /** Units charged whatever is left: the bucket may go below zero, and the caller then waits. */
   charge: number
 }
 
-/** What a take left: the units granted, the bucket's tokens and the day's units used after it. */
-export interface Taken { granted: number, tokens: number, used: number }
+/**
+ * What a take left: the units granted, the bucket's tokens and the day's units used after it,
+ * and when the day's last take granted units ahead (ms since the epoch; null: none), which the
+ * instance that took them gives back within GIVE_BACK_MS if unspent.
+ */
+export interface Taken { granted: number, tokens: number, used: number, leasedAt: number | null }
 
 /** What the shared tables hold of a caller: the bucket as of its last take, the day's use. */
 export interface Held { tokens: number | null, takenAt: number | null, used: number }
@@ -32,7 +41,13 @@ export interface RateStore {
 
 export type Decision =
   | { allowed: true, standing: Standing }
-  | { allowed: false, standing: Standing, spent: 'rate' | 'quota', retryAfter: number }
+  | {
+    allowed: false
+    standing: Standing
+    /** Which is spent; `lent`: the quota, but for units taken ahead that may come back before midnight. */
+    spent: 'rate' | 'quota' | 'lent'
+    retryAfter: number
+  }
 
 /**
  * Units an instance took from a caller's shared bucket and day, for the caller's next requests
@@ -49,6 +64,8 @@ interface Lease {
   at: number
   tokens: number
   used: number
+  /** When the day's last take granted units ahead (Taken's `leasedAt`), this lease's or another instance's. */
+  leasedAt: number | null
   /**
    * A refusal, kept until it may end, so that a caller refused asks nothing of the database
    * until then, for a request of this cost or more.
@@ -60,6 +77,8 @@ interface Lease {
 
 /** How long units taken for a caller serve at most: the bound of what instances' views differ by. */
 export const LEASE_MS = 1_000
+/** How often an instance gives back the units of leases that serve no more (`giveBack`). */
+export const GIVE_BACK_MS = 5 * LEASE_MS
 /** A lease takes at most this share of the policy's count: other instances find the rest. */
 const LEASE_SHARE = 8
 /** A refusal is kept this long at least: a caller refused makes 20 takes a second at most, per instance. */
@@ -67,7 +86,7 @@ const REFUSAL_MS = 50
 /** Callers whose units one statement gives back. */
 const GIVEN_BACK = 1_000
 /** A refusal is kept this long at most: units another instance gives back reach its caller by then. */
-const LONGEST_REFUSAL_MS = 5 * LEASE_MS
+const LONGEST_REFUSAL_MS = GIVE_BACK_MS
 /** Callers an instance keeps leases for; the least recently seen are forgotten (their units come back as the bucket refills). */
 const CALLERS = 100_000
 
@@ -159,7 +178,7 @@ export class RateLeases {
     }
     const returned = this.unspent(lease, now)
     this.leases.delete(key)
-    await this.store.take({ key, at: now, policy, cost: 0, wanted: 0, returned, charge: units })
+    await this.store.take({ key, at: now, policy, cost: 0, wanted: 0, returned, returnedUnder: lease?.policy, charge: units })
   }
 
   /**
@@ -215,8 +234,8 @@ export class RateLeases {
     const most = Math.max(cost, Math.floor(Math.min(policy.rate?.count ?? Infinity, policy.quota ?? Infinity) / LEASE_SHARE))
     const wanted = Math.min(most, Math.max(cost, 2 * (previous?.spent ?? 0)))
     const returned = this.unspent(previous, now)
-    const lease: Lease = { policy, units: 0, spent: 0, at: now, tokens: 0, used: 0 }
-    const taking = this.store.take({ key, at: now, policy, cost, wanted, returned, charge: 0 })
+    const lease: Lease = { policy, units: 0, spent: 0, at: now, tokens: 0, used: 0, leasedAt: null }
+    const taking = this.store.take({ key, at: now, policy, cost, wanted, returned, returnedUnder: previous?.policy, charge: 0 })
     lease.taking = taking
     this.leases.set(key, lease)
     let taken: Taken
@@ -228,7 +247,7 @@ export class RateLeases {
     } finally {
       delete lease.taking
     }
-    Object.assign(lease, { tokens: taken.tokens, used: taken.used })
+    Object.assign(lease, { tokens: taken.tokens, used: taken.used, leasedAt: taken.leasedAt })
     if (taken.granted === 0) return this.refused(lease, policy, cost, now)
     lease.units = taken.granted - cost
     lease.spent = cost
@@ -239,8 +258,9 @@ export class RateLeases {
   private refused (lease: Lease, policy: RatePolicy, cost: number, now: number, kept?: Lease['refusal']): Decision {
     const standing = this.standing(lease, policy, now)
     const quotaSpent = policy.quota !== null && policy.quota - lease.used < cost
+    const lent = quotaSpent && this.lentBack(lease, now) > now
     const waitMs = quotaSpent
-      ? dayEnd(now) - now
+      ? (lent ? this.lentBack(lease, now) : dayEnd(now)) - now
       : (cost - this.units(policy.rate!, now, lease, lease.units)) * policy.rate!.windowSeconds * 1_000 / policy.rate!.count
     // Kept to the millisecond (a second's wait of Retry-After would leave a fast bucket's
     // units unspent meanwhile), and for REFUSAL_MS at least, which bounds the takes of a
@@ -251,7 +271,16 @@ export class RateLeases {
     // refusal is kept: a client reading `r` does not send it again at once.
     const spent = quotaSpent ? standing.quota! : standing.rate!
     spent.remaining = Math.min(spent.remaining, cost - 1)
-    return { allowed: false, standing, spent: quotaSpent ? 'quota' : 'rate', retryAfter: Math.max(1, Math.ceil(waitMs / 1_000)) }
+    return { allowed: false, standing, spent: lent ? 'lent' : quotaSpent ? 'quota' : 'rate', retryAfter: Math.max(1, Math.ceil(waitMs / 1_000)) }
+  }
+
+  /**
+   * When the units last taken ahead today (by another instance, or by this one's lease that
+   * ended) are given back at the latest, if unspent: a spent quota is refused until then while
+   * it is to come, else until midnight UTC.
+   */
+  private lentBack (lease: Lease, now: number): number {
+    return lease.leasedAt === null || dayOf(lease.leasedAt) !== dayOf(now) ? 0 : lease.leasedAt + LEASE_MS + GIVE_BACK_MS
   }
 
   private standing (lease: Lease, policy: RatePolicy, now: number): Standing {

@@ -51,6 +51,17 @@ export const namedPolicy = (name: string, rate: Rate | null, quota: number | nul
 export const samePolicy = (a: RatePolicy, b: RatePolicy) => a === b ||
   (a.name === b.name && a.quotaName === b.quotaName && a.quota === b.quota && a.rate?.count === b.rate?.count && a.rate?.windowSeconds === b.rate?.windowSeconds)
 
+/**
+ * `sent` as a change of the stored `stored` (a rate or a quota): undefined where it is the same
+ * policy, in the same words or others (`5/10` for `5/10s`, `10000/24h` for `10000/1d`), so that
+ * a write that changes nothing keeps the words stored and is audited as no change.
+ */
+export function policyChange (stored: string | null, sent: string | null | undefined): string | null | undefined {
+  if (sent === undefined || sent === stored) return undefined
+  if (sent === null || stored === null) return sent
+  return JSON.stringify(parseRate(sent)) === JSON.stringify(parseRate(stored)) ? undefined : sent
+}
+
 /** Whether the policy limits anything. */
 export const limits = (policy: RatePolicy) => policy.rate !== null || policy.quota !== null
 

@@ -6,16 +6,16 @@ import type { RatePolicy } from './rate-policy.js'
 const policyArgs = ({ rate, quota }: RatePolicy) => [rate?.count ?? null, rate === null ? null : rate.count / rate.windowSeconds, quota]
 
 /**
- * The leases' side in PostgreSQL (db/migrations/20261208000000_rate_usage.ts): takes, reads,
- * units given back, and the sweep. Times go as the service's clock has them, in ms.
+ * The leases' side in PostgreSQL (db/migrations/20261208000000_rate_usage.ts and
+ * 20261212000000_rate_units_given_back.ts): takes, reads, units given back, and the sweep. Times go as the service's clock has them, in ms.
  */
 export function rateStore (knex: Knex): RateStore & { sweep (): Promise<void> } {
   return {
-    async take ({ key, at, policy, cost, wanted, returned, charge }) {
-      const { rows: [row] } = await knex.raw<{ rows: [{ granted: string, tokens: number, used: string | null }] }>(
-        'select granted, tokens, used from rate_take(?, to_timestamp(?::double precision / 1000), ?, ?, ?, ?, ?, ?, ?)',
-        [key, at, ...policyArgs(policy), cost, wanted, returned, charge])
-      return { granted: Number(row.granted), tokens: row.tokens, used: Number(row.used ?? 0) } satisfies Taken
+    async take ({ key, at, policy, cost, wanted, returned, returnedUnder, charge }) {
+      const { rows: [row] } = await knex.raw<{ rows: [{ granted: string, tokens: number, used: string | null, leased_ms: number | null }] }>(
+        'select granted, tokens, used, leased_ms from rate_take(?, to_timestamp(?::double precision / 1000), ?, ?, ?, ?, ?, ?, ?, ?)',
+        [key, at, ...policyArgs(policy), cost, wanted, returned, returnedUnder?.rate?.count ?? null, charge])
+      return { granted: Number(row.granted), tokens: row.tokens, used: Number(row.used ?? 0), leasedAt: row.leased_ms } satisfies Taken
     },
 
     async read (key, at) {
@@ -28,12 +28,10 @@ export function rateStore (knex: Knex): RateStore & { sweep (): Promise<void> } 
 
     // In key order: two instances closing at once lock the same rows in the same order.
     async giveBack (at, units) {
-      const args = units.map(unit => policyArgs(unit.policy))
       await knex.raw(`
-        select count(rate_take(b.key, to_timestamp(?::double precision / 1000), b.capacity, b.per_second, b.quota, 0, 0, b.units, 0))
-        from (select * from unnest(?::text[], ?::double precision[], ?::double precision[], ?::bigint[], ?::bigint[])
-          as u(key, capacity, per_second, quota, units) order by key) b`,
-      [at, units.map(unit => unit.key), args.map(arg => arg[0]), args.map(arg => arg[1]), args.map(arg => arg[2]), units.map(unit => unit.units)] as Knex.ValueDict[string][])
+        select rate_give_back(b.key, to_timestamp(?::double precision / 1000), b.capacity, b.quota, b.units)
+        from (select * from unnest(?::text[], ?::double precision[], ?::bigint[], ?::bigint[]) as u(key, capacity, quota, units) order by key) b`,
+      [at, units.map(unit => unit.key), units.map(unit => unit.policy.rate?.count ?? null), units.map(unit => unit.policy.quota), units.map(unit => unit.units)] as Knex.ValueDict[string][])
     },
 
     // A bucket untouched for a day is full again under any policy (a window is a day at most);

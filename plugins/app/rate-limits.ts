@@ -2,7 +2,7 @@ import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { CodedError } from '../../lib/http/error-codes.js'
-import { LEASE_MS, RateLeases, type Decision } from '../../lib/limits/rate-leases.js'
+import { GIVE_BACK_MS, RateLeases, type Decision } from '../../lib/limits/rate-leases.js'
 import { addressKey } from '../../lib/limits/address-key.js'
 import { rateStore } from '../../lib/limits/rate-store.js'
 import { limitField, limits, namedPolicy, policyField, userPolicy, type RatePolicy, type RolePolicy, type Standing } from '../../lib/limits/rate-policy.js'
@@ -30,6 +30,8 @@ declare module 'fastify' {
     rateLimited?: false
   }
 }
+
+const unitCount = (count: number) => count === 1 ? '1 unit' : `${count} units`
 
 /** An allowance a request spends: whose (`user:<id>`, `key:<id>`, `ip:<address>`), under which policy. */
 export interface Allowance { caller: string, policy: RatePolicy }
@@ -115,12 +117,14 @@ export default fp(async (fastify) => {
     if (refusal === -1) return
     const decision = decisions[refusal] as Extract<Decision, { allowed: false }>
     const { policy, caller } = allowances[refusal]!
-    fastify.metrics.requestsLimited.inc({ policy: decision.spent === 'quota' ? policy.quotaName : policy.name })
+    fastify.metrics.requestsLimited.inc({ policy: decision.spent === 'rate' ? policy.name : policy.quotaName })
     reply.header('retry-after', String(decision.retryAfter))
     const whose = caller.startsWith('key:') ? 'This API key\'s' : 'The'
     throw new CodedError('rate_limited', decision.spent === 'quota'
-      ? `${whose} daily quota of ${policy.quota!} units is spent; it is renewed at midnight UTC, in ${decision.retryAfter} s`
-      : `${whose} rate limit of ${policy.rate!.count} units per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
+      ? `${whose} daily quota of ${unitCount(policy.quota!)} is spent; it is renewed at midnight UTC, in ${decision.retryAfter} s`
+      : decision.spent === 'lent'
+        ? `${whose} daily quota of ${unitCount(policy.quota!)} is spent, but for units taken ahead for other requests; retry in ${decision.retryAfter} s`
+        : `${whose} rate limit of ${unitCount(policy.rate!.count)} per ${spoken(policy.rate!.windowSeconds * 1_000)} is spent; retry in ${decision.retryAfter} s`)
   }
 
   /**
@@ -226,7 +230,7 @@ export default fp(async (fastify) => {
   /* c8 ignore next 3 -- a timer; what it runs, giveBack, the tests call */
   const givingBack = setInterval(() => {
     leases.giveBack().catch((error: unknown) => fastify.log.warn({ err: error }, 'could not give back the rate limits\' unspent units'))
-  }, 5 * LEASE_MS).unref()
+  }, GIVE_BACK_MS).unref()
   // Before the pool closes (onClose hooks run in the reverse order of the plugins').
   fastify.addHook('onClose', async () => {
     clearInterval(givingBack)

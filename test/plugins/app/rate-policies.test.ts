@@ -134,6 +134,10 @@ t.test('an API key\'s own policy: spent beside its owner\'s, never above it, cha
   t.match((await app.inject({ method: 'PATCH', url: `/api/keys/${slowKey.id!}`, headers: bearer(owner.token), payload: { rate_limit: '10/1m' } })).json(),
     { statusCode: 400, message: /owner's rate limit, 5\/1m/ }, 'a user-edit holder sets another\'s key within that user\'s policy, not their own')
   t.match((await app.inject({ method: 'PATCH', url: `/api/keys/${slowKey.id!}`, headers: bearer(owner.token), payload: { rate_limit: '2/1m' } })).json(), { data: { rate_limit: '2/1m' } })
+  t.match((await app.inject({ method: 'PATCH', url: `/api/keys/${slowKey.id!}`, headers: bearer(owner.token), payload: { rate_limit: '2/60' } })).json(), { data: { rate_limit: '2/1m' } },
+    'the same policy in other words: the words stored stay')
+  const [same] = (await app.inject({ url: `/api/audit?resource[eq]=key&resource_id[eq]=${slowKey.id!}&action[eq]=update&limit=1`, headers: bearer(owner.token) })).json<{ data: object[] }>().data
+  t.match(same, { before: {}, after: {} }, 'audited as no change')
   t.match((await app.inject({ url: `/api/usage?key_id=${key.id!}`, headers: bearer(other.token) })).json(), { statusCode: 403, code: 'permission_denied' }, 'another\'s key\'s usage needs user-list')
   t.match((await app.inject({ url: '/api/usage?key_id=999999', headers: bearer(owner.token) })).json(), { statusCode: 404 })
   t.match((await app.inject({ url: `/api/usage?key_id=${key.id!}&user_id=${owner.id}`, headers: bearer(owner.token) })).json(), { statusCode: 400, code: 'invalid_parameter', param: 'key_id' })
@@ -153,7 +157,9 @@ t.test('a request refused by either allowance costs the other nothing', async t 
 
   const other = await userWithRoles(app, ['Admin'])
   const strict = await makeKey(app, other.token, { rate_limit: '1/1m' })
-  t.same(statuses(await requests(app, strict.secret, 3)), [200, 429, 429])
+  const strictly = await requests(app, strict.secret, 3)
+  t.same(statuses(strictly), [200, 429, 429])
+  t.match(strictly[1]!.json(), { message: /^This API key's rate limit of 1 unit per 1m is spent/ })
   t.match((await requests(app, other.token, 1))[0]!.headers, { ratelimit: '"default";r=1;t=15' }, 'the owner spent two (the key\'s creation, its request): its refusals gave theirs back')
 })
 
@@ -193,6 +199,53 @@ t.test('a policy lowered holds from the next request: units taken ahead under th
   const after = await requests(app, key.secret, 4)
   t.same(statuses(after), [200, 200, 429, 429], 'the new count of 2, from what the old left')
   t.same(after.map(res => res.headers.ratelimit), ['"key";r=1;t=5', '"key";r=0;t=5', '"key";r=0;t=5', '"key";r=0;t=5'])
+})
+
+t.test('a policy lowered on one instance holds on every instance: units another took ahead under the old one, given back, do not lift it', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const [one, two] = [await buildApp(t, testConfig(db, limited(null))), await buildApp(t, testConfig(db, limited(null)))]
+  // The clock stands still: nothing refills, every unit served is one the bucket held.
+  clockOf(one, two)
+  const owner = await userWithRoles(one, ['Admin'])
+  const key = await makeKey(one, owner.token, { rate_limit: '800/10s' })
+  // Each instance holds units taken ahead under 800/10s: sequential requests size its leases up.
+  for (const app of [one, two]) t.same(statuses(await requests(app, key.secret, 30)), Array(30).fill(200))
+  t.equal((await one.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(owner.token), payload: { rate_limit: '80/10s' } })).statusCode, 200)
+
+  const burst = await requests(one, key.secret, 100)
+  t.same(statuses(burst), [...Array(80).fill(200), ...Array(20).fill(429)], 'the new count, on the instance that changed it')
+  // The other instance's units of the old policy go back: as its timer does, every lease of it.
+  await two.rateLimits.leases.giveBack(true)
+  t.same(statuses(await requests(one, key.secret, 10)), Array(10).fill(429), 'nothing more on the first instance')
+  const heard = await within(2_000, async () => {
+    const [res] = await requests(two, key.secret, 1)
+    t.equal(res!.statusCode, 429, 'nothing more on the second')
+    return res!.headers['ratelimit-policy'] === '"key";q=80;w=10'
+  })
+  t.ok(heard, 'the second instance heard of the change')
+  await one.rateLimits.leases.giveBack(true)
+  t.same(statuses(await requests(two, key.secret, 5)), Array(5).fill(429), 'nor once the first gives back what it holds')
+})
+
+t.test('a quota refused while another instance holds its last units: retry within seconds, not at midnight', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const [one, two] = [await buildApp(t, testConfig(db, limited(null))), await buildApp(t, testConfig(db, limited(null)))]
+  const clock = clockOf(one, two)
+  const owner = await userWithRoles(one, ['Admin'])
+  const key = await makeKey(one, owner.token, { rate_quota: '400/1d' })
+  // 380 on the first instance, whose leases (up to 50 units) have taken all 400 by then.
+  t.same(statuses(await requests(one, key.secret, 380)), Array(380).fill(200))
+  const refused = (await requests(two, key.secret, 1))[0]!
+  t.equal(refused.statusCode, 429)
+  t.ok(Number(refused.headers['retry-after']) <= 6, `Retry-After ${refused.headers['retry-after']} s: the first instance gives back its units within 6 s`)
+  t.match(refused.json(), { code: 'rate_limited', message: /daily quota of 400 units is spent/ })
+
+  await one.rateLimits.leases.giveBack(true)
+  clock.tick(6)
+  t.same(statuses(await requests(two, key.secret, 21)), [...Array(20).fill(200), 429], 'the 20 the first instance had left, on the second')
+  clock.tick(7)
+  const spent = (await requests(two, key.secret, 1))[0]!
+  t.equal(spent.headers['retry-after'], String(12 * 3600 - 13), 'all spent and none out: until midnight UTC')
 })
 
 t.test('a key above its owner\'s policy since a role changed: its name still changes, a part set is checked', async t => {

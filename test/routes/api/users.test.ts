@@ -27,6 +27,10 @@ t.test('users: create, update, delete; last admin; no escalation; never a passwo
     t.same(mismatch.json().data, { c_password: ['must equal password'] })
     const unknownRole = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { roles: ['Wizard'] } })
     t.same(unknownRole.json().data, { roles: ['unknown role: Wizard'] })
+    // A name that JavaScript and PostgreSQL lower-case differently (İ: i and a dot, or i).
+    t.equal((await app.inject({ method: 'POST', url: '/api/roles', headers: admin, payload: { name: 'İzmir', permission: ['client-list'] } })).statusCode, 201)
+    const given = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { roles: ['User', 'İzmir'] } })
+    t.match(given.json(), { data: { roles: [{ name: 'User' }, { name: 'İzmir' }] } }, 'a role named with İ is given')
     t.equal((await app.inject({ method: 'POST', url: '/api/users', headers: admin, payload: { name: 'Y', email: 'LINUS@example.com', password: 'a long password', c_password: 'a long password' } })).statusCode, 409)
 
     const confirmationOnly = await app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: admin, payload: { c_password: 'a long password' } })

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
-import { aboveOwner, keyPolicy, ownPolicyProblems, type OwnPolicy, type RatePolicy } from '../../../../lib/limits/rate-policy.js'
+import { aboveOwner, keyPolicy, ownPolicyProblems, policyChange, type OwnPolicy, type RatePolicy } from '../../../../lib/limits/rate-policy.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { usersRepository } from '../users/repository.js'
 import { apiKeysRepository, type ApiKeyRecord } from './repository.js'
@@ -87,7 +87,7 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
         const owner = key.user_id === request.user.id ? request.user.policy : await fastify.rateLimits.policyOf(key.user_id, trx)
         checkPolicy({ rate_limit: rateLimit ?? null, rate_quota: rateQuota ?? null }, owner)
       }
-      return repository.update(key.id, { name, rate_limit: rateLimit, rate_quota: rateQuota }, trx)
+      return repository.update(key.id, { name, rate_limit: policyChange(key.rate_limit, rateLimit), rate_quota: policyChange(key.rate_quota, rateQuota) }, trx)
     })
     return { success: true as const, data: key, message: 'API key updated' }
   })

@@ -49,6 +49,8 @@ function createApiKeysRepository (database: Database, cache: CallerCache) {
     /** Renames the key, locked by `lock` in `trx`, or sets its policy: at once on this instance, on the others by notification. */
     async update (id: number, changes: { name?: string | undefined } & KeyPolicy, trx: Knex): Promise<ApiKeyRecord> {
       const set = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined))
+      // A policy sent in other words, nothing else: nothing to write.
+      if (Object.keys(set).length === 0) return await trx('api_keys').first(trx.raw(KEY_COLUMNS)).where('id', id) as ApiKeyRecord
       const [record] = await trx('api_keys').where('id', id).update(set).returning(trx.raw(KEY_COLUMNS))
       cache.afterCommit(trx, callers => callers.forgetKey(id))
       return record as ApiKeyRecord

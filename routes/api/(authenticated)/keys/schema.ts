@@ -77,7 +77,7 @@ export const keySchemas = {
     ...auth,
     operationId: 'keys.patch',
     summary: 'Rename an API key, or change its policy',
-    description: 'Sets the key\'s name, or its own rate limit and daily quota (null: none of its own), which it spends beside its owner\'s allowance: never more than its owner\'s (400, for the parts the request sets). Holds from the key\'s next request on (within a second on other instances), starting from the units the old one left (another instance\'s units taken ahead under the old one may serve up to an eighth of its count more); audited. Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404. Takes no `If-Match`, as a revoke takes none.',
+    description: 'Sets the key\'s name, or its own rate limit and daily quota (null: none of its own), which it spends beside its owner\'s allowance: never more than its owner\'s (400, for the parts the request sets). Holds from the key\'s next request on (within a second on other instances), starting from the units the old one left, never more than its count (units that instances took ahead under the old one are not given back to it); audited. Another user\'s key needs `user-edit` and every permission its owner holds; without `user-edit` it is 404. Takes no `If-Match`, as a revoke takes none.',
     params: IdParams,
     body: Type.Ref(ApiKeyChange),
     response: { 200: Envelope(Type.Ref(ApiKey), { description: 'The key as changed' }), ...errorResponses(400, 401, 403, 404, 413, 415) }

@@ -4,7 +4,7 @@ import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
-import { ownPolicyProblems, type OwnPolicy } from '../../../../lib/limits/rate-policy.js'
+import { ownPolicyProblems, policyChange, type OwnPolicy } from '../../../../lib/limits/rate-policy.js'
 import { rolesRepository } from './repository.js'
 import { ADMIN_ROLE, Role, roleListFields, rolesTag, roleSchemas, roleSharedSchemas } from './schema.js'
 
@@ -91,7 +91,12 @@ const roles: FastifyPluginAsyncTypebox = async (fastify) => {
             if (permission && before.some(p => !permission.includes(p))) throw conflict('The Admin role cannot lose a permission')
           }
           const permissionIds = await changeable(permission ?? before, before, request.user.permissions, trx)
-          return repository.update(id, { name, permissionIds: permission && permissionIds, ...policy }, trx)
+          return repository.update(id, {
+            name,
+            permissionIds: permission && permissionIds,
+            rateLimit: policyChange(current.rate_limit, policy.rateLimit),
+            rateQuota: policyChange(current.rate_quota, policy.rateQuota)
+          }, trx)
         })
         return { success: true as const, data: role, message: 'Role updated' }
       }

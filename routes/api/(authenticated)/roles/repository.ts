@@ -53,10 +53,21 @@ function createRolesRepository (database: Database, cache: CallerCache) {
       return select(trx).where('r.id', id).first()
     },
 
-    /** The roles with these names, with their permissions; unknown names are left out. */
+    /**
+     * The roles with these names, whatever their case, with their permissions; unknown names are
+     * left out. Cases are PostgreSQL's, as the unique index on lower(name) has them (JavaScript
+     * lower-cases some letters otherwise: `İ`).
+     */
     async findByNames (names: string[], trx: Knex = knex): Promise<Role[]> {
       if (names.length === 0) return []
-      return select(trx).whereRaw('lower(r.name) = any(?)', [names.map(name => name.toLowerCase())])
+      return select(trx).whereRaw('lower(r.name) in (select lower(asked.name) from unnest(?::text[]) asked (name))', [names])
+    },
+
+    /** The names of `names` that no role has, whatever its case (PostgreSQL's, as findByNames). */
+    async unknownNames (names: string[], trx: Knex = knex): Promise<string[]> {
+      if (names.length === 0) return []
+      return (await trx.raw<{ rows: { name: string }[] }>(
+        'select asked.name from unnest(?::text[]) asked (name) where not exists (select 1 from roles r where lower(r.name) = lower(asked.name))', [names])).rows.map(row => row.name)
     },
 
     /** Every permission, in id order. */

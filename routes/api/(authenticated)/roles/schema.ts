@@ -92,7 +92,7 @@ export const roleSchemas = {
     ...auth,
     operationId: method === 'PUT' ? 'roles.update' : 'roles.patch',
     summary: method === 'PUT' ? 'Replace a role' : 'Change a role\'s name or permissions',
-    description: 'Nobody can give a role a permission they lack themselves (403). The Admin role cannot be renamed or lose a permission (409). A replace without `rate_limit` or `rate_quota` leaves the role none of its own. A policy set or changed is audited, and holds from the holders\' next request on (within a second on other instances), starting from the units the old one left (another instance\'s units taken ahead under the old one may serve up to an eighth of its count more).',
+    description: 'Nobody can give a role a permission they lack themselves (403). The Admin role cannot be renamed or lose a permission (409). A replace without `rate_limit` or `rate_quota` leaves the role none of its own. A policy set or changed is audited, and holds from the holders\' next request on (within a second on other instances), starting from the units the old one left, never more than its count (units that instances took ahead under the old one are not given back to it).',
     params: IdParams,
     body: method === 'PUT' ? Type.Ref(RoleInput) : AtLeastOneOf(Type.Object(roleFields)),
     headers: WriteHeaders,

@@ -52,10 +52,9 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
    * must be held by the caller: nobody grants more than they have.
    */
   async function grantableRoles (names: string[], current: string[], held: Set<string>, trx: Knex): Promise<number[]> {
-    const roles = await roleRepository.findByNames(names, trx)
-    const found = new Set(roles.map(role => role.name.toLowerCase()))
-    const unknown = names.filter(name => !found.has(name.toLowerCase()))
+    const unknown = await roleRepository.unknownNames(names, trx)
     if (unknown.length > 0) throw new InvalidFields({ roles: unknown.map(name => `unknown role: ${name}`) })
+    const roles = await roleRepository.findByNames(names, trx)
     const lacking = roles
       .filter(role => !current.includes(role.name))
       .flatMap(role => role.permissions.map(p => p.name))

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
+import type { Knex } from 'knex'
 
 /**
  * A token a mail's link carries (a password reset's, an address's verification): 32 random
@@ -15,3 +16,13 @@ export function newMailedToken (): { token: string, hash: Buffer } {
 
 /** What the database keeps of a token. */
 export const mailedTokenHash = (token: string): Buffer => createHash('sha256').update(token).digest()
+
+/**
+ * The row of `table` (`password_resets`, `email_verifications`: a user's latest token) whose
+ * token has this hash, if it still works: not expired, its user not deleted.
+ */
+export const usableToken = (db: Knex, table: string, hash: Buffer) => db(table).where('token_hash', hash).where('expires_at', '>', db.fn.now())
+  .whereIn('user_id', db('users').select('id').whereNull('deleted_at'))
+
+/** The body limit of the routes that take a mailed token or an address: a token and a password twice at most. */
+export const MAILED_TOKEN_BODY_LIMIT = 4 * 1024

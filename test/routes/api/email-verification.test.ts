@@ -13,7 +13,7 @@ const register = (app: FastifyInstance, email: string) =>
 const tokenOf = (text: string | undefined) => /verify-email\?token=([A-Za-z0-9_-]{43})/.exec(text ?? '')?.[1] ?? ''
 const profileOf = async (app: FastifyInstance, token: string) => {
   const res = await app.inject({ url: '/api/profile', headers: bearer(token) })
-  return { etag: res.headers.etag as string, data: res.json<{ data: { email: string, pending_email: string | null, email_verified_at: string | null } }>().data }
+  return { etag: res.headers.etag as string, data: res.json<{ data: { id: number, email: string, pending_email: string | null, email_verified_at: string | null } }>().data }
 }
 /** PATCH /api/profile of `token`'s user to `email`, with their password and the profile's ETag. */
 const changeAddress = async (app: FastifyInstance, token: string, email: string) =>
@@ -173,7 +173,13 @@ t.test('an expired token, and a password reset, which proves the address too', a
   const reset = /reset-password\?token=([A-Za-z0-9_-]{43})/.exec((await mail.next()).text ?? '')![1]!
   await app.inject({ method: 'POST', url: '/api/password/reset', payload: { token: reset, password: 'a new password', c_password: 'a new password' } })
   const session = await login(app, 'late@example.com', 'a new password')
-  t.match((await profileOf(app, session)).data, { email_verified_at: /^\d{4}-/ })
+  const { data: user } = await profileOf(app, session)
+  t.match(user, { email_verified_at: /^\d{4}-/ })
+  const admin = await userWithRoles(app, ['Admin'])
+  const [entry] = (await app.inject({ url: `/api/audit?action[eq]=reset-password&resource_id[eq]=${user.id}`, headers: bearer(admin.token) })).json<{ data: object[] }>().data
+  t.match(entry, { before: { email_verified_at: null, password: '[redacted]' }, after: { email_verified_at: user.email_verified_at, password: '[redacted]' } }, 'the reset audited with the address it proved')
+  const events = (await app.inject({ url: '/api/events?type[eq]=user.updated', headers: bearer(admin.token) })).json<{ data: Array<{ resource_id: number, changed: string[] }> }>().data
+  t.match(events.filter(event => event.resource_id === user.id), [{ changed: ['email_verified_at'] }], 'and in the change feed, as any change of a user')
 })
 
 t.test('without SMTP_URL: an address changes at once, unverified; asking for a mail is 503', async t => {

@@ -2,19 +2,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { emailKey } from '../../../../lib/auth/email.js'
-import { mailedTokenHash } from '../../../../lib/auth/mailed-tokens.js'
+import { mailedTokenHash, MAILED_TOKEN_BODY_LIMIT, usableToken } from '../../../../lib/auth/mailed-tokens.js'
 import { CodedError } from '../../../../lib/http/error-codes.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import type { User } from '../../(authenticated)/users/schema.js'
 import { usersRepository } from '../../(authenticated)/users/repository.js'
 import { emailSchemas } from './schema.js'
 
-/** Small bodies: a token, or an address. */
-const BODY_LIMIT = 4 * 1024
-
-/** The verification of this token's hash, if it still works: not expired, its user not deleted. */
-const usable = (db: Knex, hash: Buffer) => db('email_verifications').where('token_hash', hash).where('expires_at', '>', db.fn.now())
-  .whereIn('user_id', db('users').select('id').whereNull('deleted_at'))
+/** The verification of this token's hash, if it still works. */
+const usable = (db: Knex, hash: Buffer) => usableToken(db, 'email_verifications', hash)
 
 const invalidToken = () => new CodedError('invalid_verification_token', 'The e-mail verification token is invalid, expired or spent: ask for another')
 
@@ -45,7 +41,7 @@ const email: FastifyPluginAsyncTypebox = async (fastify) => {
     if (mail !== null) await verification.deliver(mail)
   }
 
-  fastify.post('/verify', { schema: emailSchemas.verify, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('email-verify') }, async (request, reply) => {
+  fastify.post('/verify', { schema: emailSchemas.verify, bodyLimit: MAILED_TOKEN_BODY_LIMIT, preValidation: fastify.throttle('email-verify') }, async (request, reply) => {
     const hash = mailedTokenHash(request.body.token)
     const found = await usable(fastify.knex, hash).first<{ user_id: number } | undefined>('user_id')
     if (found === undefined) throw invalidToken()
@@ -67,7 +63,7 @@ const email: FastifyPluginAsyncTypebox = async (fastify) => {
   })
 
   // Answered before the address is looked up, as a password reset's ask is.
-  fastify.post('/resend', { schema: emailSchemas.resend, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('email-resend') }, async (request, reply) => {
+  fastify.post('/resend', { schema: emailSchemas.resend, bodyLimit: MAILED_TOKEN_BODY_LIMIT, preValidation: fastify.throttle('email-resend') }, async (request, reply) => {
     fastify.mail.ensureOn()
     fastify.mail.later(request, 'an e-mail verification mail', async () => resend(request, request.body.email))
     return reply.code(202).send({ success: true as const, message: 'If a user has this address and something to verify, a mail is on its way' })

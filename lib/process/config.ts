@@ -408,14 +408,22 @@ export interface MailConfig {
   publicUrl: string
 }
 
+/** A mail's sender as MAIL_FROM takes it: `name <address>` or an address, on one line, no `"` to quote. */
+const MAILBOX = /^(?:[^<>"\r\n]*<[^<>\s@]+@[^<>\s@]+>|[^<>\s@]+@[^<>\s@]+)$/
+
 /** Outgoing mail: on with SMTP_URL; PUBLIC_URL is where the links of the mails point. */
 function mail (env: Env, port: number): MailConfig | null {
   // All three read, and checked, whether mail is on or not: a mistake shows at the first start.
   const smtpUrl = optional(env, 'SMTP_URL')
-  if (smtpUrl !== undefined && (!URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol))) throw new ConfigError(`SMTP_URL must be an smtp:// or smtps:// URL, got "${smtpUrl}"`)
+  // Not echoed: it may hold the server's password.
+  if (smtpUrl !== undefined && (!URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol))) throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)')
   const from = text(env, 'MAIL_FROM', 'Student Records <no-reply@localhost>')
+  if (!MAILBOX.test(from)) throw new ConfigError(`MAIL_FROM must be an address, alone or after a name in <>: "Student Records <no-reply@example.com>", got "${from}"`)
   const publicUrl = text(env, 'PUBLIC_URL', `http://localhost:${port}`).replace(/\/+$/, '')
   if (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol)) throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${publicUrl}"`)
+  // The links append their own path and query: a query, a fragment or credentials would break them.
+  const { search, hash, username, password } = new URL(publicUrl)
+  if (search !== '' || hash !== '' || username !== '' || password !== '') throw new ConfigError(`PUBLIC_URL must have no query, fragment or credentials: the links add their own, got "${publicUrl}"`)
   return smtpUrl === undefined ? null : { smtpUrl, from, publicUrl }
 }
 

@@ -361,4 +361,13 @@ t.test('SMTP_URL turns mail on, from MAIL_FROM, its links from PUBLIC_URL', asyn
   t.equal(loadConfig({ PUBLIC_URL: 'https://records.example.com' }).mail, null, 'no SMTP_URL: no mail')
   t.throws(() => loadConfig({ SMTP_URL: 'http://mail.example.com' }), { name: 'ConfigError', message: /^SMTP_URL must be an smtp:\/\/ or smtps:\/\/ URL/ })
   t.throws(() => loadConfig({ PUBLIC_URL: 'records.example.com' }), { name: 'ConfigError', message: /^PUBLIC_URL must be an http or https URL/ }, 'checked with mail off too')
+  const secret = t.throws(() => loadConfig({ SMTP_URL: 'ftp://user:s3cret@mail.example.com' })) as Error
+  t.notMatch(secret.message, /s3cret/, 'SMTP_URL, which may hold a password, not echoed')
+  for (const url of ['https://records.example.com/?tenant=1', 'https://records.example.com/#/app', 'https://user:pw@records.example.com']) {
+    t.throws(() => loadConfig({ PUBLIC_URL: url }), { name: 'ConfigError', message: /^PUBLIC_URL must have no query, fragment or credentials/ }, url)
+  }
+  for (const from of ['no-reply', 'Records <no-reply>', 'a@b.c, d@e.f', 'Records <a@b.c>\r\nBcc: x@y.z', 'Records a@b.c']) {
+    t.throws(() => loadConfig({ MAIL_FROM: from }), { name: 'ConfigError', message: /^MAIL_FROM must be an address/ }, JSON.stringify(from))
+  }
+  t.equal(loadConfig({ SMTP_URL: 'smtp://mail.example.com', MAIL_FROM: 'records@example.com' }).mail?.from, 'records@example.com', 'an address alone')
 })

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex'
 import { prepare, type Database } from '../db/prepared-query.js'
 import type { OwnPolicy, RolePolicy } from '../limits/rate-policy.js'
 import { apiKeyHash } from './api-keys.js'
@@ -23,6 +24,12 @@ export interface TokenCaller {
 const ROLE_POLICIES = `(select coalesce(json_agg(json_build_object('name', r.name, 'rate_limit', r.rate_limit, 'rate_quota', r.rate_quota) order by r.id), '[]')
       from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id) as roles`
 
+/** The policies of the roles of user `userId`, as a token's check reads them, in `db` (a transaction sees its own writes). */
+export async function rolePolicies (db: Knex, userId: number): Promise<RolePolicy[]> {
+  const { rows } = await db.raw<{ rows: Array<{ roles: RolePolicy[] }> }>(`select ${ROLE_POLICIES} from (select ?::integer as id) u`, [userId])
+  return rows[0]!.roles
+}
+
 /**
  * What the token check (plugins/app/auth.ts) reads on a miss of the caller cache, and the last
  * uses it notes: queries of its own, so that the check needs no resource's data access. Both
@@ -45,7 +52,7 @@ export function callerQueries (database: Database, cacheSize: number) {
       and (k.expires_at is null or k.expires_at > now()) and u.deleted_at is null`, [hash]))
 
   // Bound twice: `$2` and `$5` are the session, `$4` and `$6` the token's id.
-  const tokenPermissions = prepare<[id: number, sessionId: number | null, generation: number | null, jti: string], TokenCaller>(
+  const tokenCaller = prepare<[id: number, sessionId: number | null, generation: number | null, jti: string], TokenCaller>(
     database, 'auth.caller', (id, sessionId, generation, jti) => knex.raw(`
         select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions, ${ROLE_POLICIES}
         from users u
@@ -83,7 +90,7 @@ export function callerQueries (database: Database, cacheSize: number) {
      * generation that counts).
      */
     async tokenCaller (id: number, generation: number | undefined, jti: string, sessionId: number | undefined): Promise<TokenCaller | undefined> {
-      const { rows } = await tokenPermissions([id, sessionId ?? null, generation ?? null, jti])
+      const { rows } = await tokenCaller([id, sessionId ?? null, generation ?? null, jti])
       return rows[0]
     },
 

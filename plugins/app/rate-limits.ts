@@ -5,10 +5,11 @@ import { CodedError } from '../../lib/http/error-codes.js'
 import { GIVE_BACK_MS, RateLeases, type Decision } from '../../lib/limits/rate-leases.js'
 import { addressKey } from '../../lib/limits/address-key.js'
 import { rateStore } from '../../lib/limits/rate-store.js'
-import { limitField, limits, namedPolicy, policyField, userPolicy, type RatePolicy, type RolePolicy, type Standing } from '../../lib/limits/rate-policy.js'
+import { limitField, limits, namedPolicy, policyField, userPolicy, type RatePolicy, type Standing } from '../../lib/limits/rate-policy.js'
 import { sweepHourly } from '../../lib/db/hourly-sweep.js'
 import { spoken } from '../../lib/process/duration.js'
 import { costOf } from '../../lib/limits/costs.js'
+import { rolePolicies } from '../../lib/auth/caller-queries.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -194,8 +195,7 @@ export default fp(async (fastify) => {
     policy,
     leases,
     allowancesOf,
-    policyOf: async (userId, db = fastify.knex) => userPolicy(policy, await db('user_roles as ur').join('roles as r', 'r.id', 'ur.role_id')
-      .where('ur.user_id', userId).orderBy('r.id').select<RolePolicy[]>('r.name', 'r.rate_limit', 'r.rate_quota')),
+    policyOf: async (userId, db = fastify.knex) => userPolicy(policy, await rolePolicies(db, userId)),
     usage: async ({ caller, policy }) => leases.usage(caller, policy),
     sweep: store.sweep,
     holdRefused (request, reply) {

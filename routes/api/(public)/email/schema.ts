@@ -22,7 +22,7 @@ export const emailSchemas = {
     operationId: 'auth.resendVerification',
     summary: 'Ask for another verification mail',
     description: 'Answers 202 at once, whether or not a user has the address, as a password reset\'s ask does. If one has and there is something to verify (an address a change waits for, else the user\'s own if unverified), a new mail goes to that address; its token replaces any sent before. ' +
-      'Rate limited per client IP and per e-mail address with logins (429 with Retry-After). Without `SMTP_URL`: 503 `mail_unavailable`.',
+      'Rate limited per client IP and per e-mail address, as logins are (`AUTH_RATE_LIMIT_IP`, `AUTH_RATE_LIMIT_EMAIL`) but counted apart (429 with Retry-After). Without `SMTP_URL`: 503 `mail_unavailable`.',
     body: Type.Object({
       email: Type.String({ minLength: 1, maxLength: 254, description: 'The user\'s address (not the one a change waits for)', example: 'ada@example.com' })
     }, { additionalProperties: false }),

@@ -11,7 +11,7 @@ export const passwordSchemas = {
     operationId: 'auth.forgotPassword',
     summary: 'Ask for a password reset by mail',
     description: 'Answers 202 at once, whether or not a user has the address (the answer tells nobody which addresses are known, nor does its time). If one has, a mail is sent to it with a link to `PUBLIC_URL/reset-password?token=…`: the token works once, for an hour, and only the latest one sent works. ' +
-      'Rate limited per client IP and per e-mail address with logins (429 with Retry-After). Without `SMTP_URL` the service sends no mail: 503 `mail_unavailable`.',
+      'Rate limited per client IP and per e-mail address, as logins are (`AUTH_RATE_LIMIT_IP`, `AUTH_RATE_LIMIT_EMAIL`) but counted apart (429 with Retry-After). Without `SMTP_URL` the service sends no mail: 503 `mail_unavailable`.',
     body: Type.Object({
       email: Type.String({ minLength: 1, maxLength: 254, example: 'ada@example.com' })
     }, { additionalProperties: false }),

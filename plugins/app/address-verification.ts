@@ -30,6 +30,8 @@ export interface AddressVerification {
   change (trx: Knex, current: { id: number, email: string }, email: string | undefined): Promise<{ update: { email?: string, pendingEmail?: string, emailVerified?: 'kept' }, mail: VerificationMail | null }>
   /** 409 `email_taken` if a user other than `userId` has `email`, in any spelling of it. */
   ensureFree (trx: Knex, userId: number, email: string): Promise<void>
+  /** Whether another user (not deleted) has `email` as theirs. */
+  taken (trx: Knex, userId: number, email: string): Promise<boolean>
   /** Sends `mail`, if any, after the request is answered (plugins/app/mail.ts's `later`). */
   send (request: FastifyRequest, mail: VerificationMail | null): void
   /** Sends `mail` now: from work already done `later`, so that mails go out in the order their tokens were made. */
@@ -65,14 +67,16 @@ export default fp(async (fastify) => {
     await fastify.mail.send(addressVerificationMail(mail.address, link, VERIFICATION_TTL_SECONDS / 3_600, mail.change))
   }
 
+  const taken: AddressVerification['taken'] = async (trx, userId, email) =>
+    await trx('users').where({ email_key: emailKey(email) }).whereNull('deleted_at').whereNot({ id: userId }).first('id') !== undefined
   const ensureFree: AddressVerification['ensureFree'] = async (trx, userId, email) => {
-    const holder = await trx('users').where({ email_key: emailKey(email) }).whereNull('deleted_at').whereNot({ id: userId }).first('id')
-    if (holder !== undefined) throw new CodedError('email_taken', `The e-mail address ${email} is taken`)
+    if (await taken(trx, userId, email)) throw new CodedError('email_taken', `The e-mail address ${email} is taken`)
   }
 
   fastify.decorate('addressVerification', {
     issue,
     ensureFree,
+    taken,
     async change (trx, current, email) {
       if (email === undefined) return { update: {}, mail: null }
       // The same mailbox, the address in another case (a change waiting for another ends):

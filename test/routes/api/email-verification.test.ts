@@ -89,6 +89,14 @@ t.test('two users waiting for one address: the first to verify it has it, the ot
   t.equal((await verify(app, secondToken)).statusCode, 200)
   t.match((await verify(app, firstToken)).json(), { statusCode: 409, code: 'email_taken' })
   t.match((await profileOf(app, first.token)).data, { email: first.email, pending_email: 'shared@example.com' }, 'nothing changed')
+
+  await app.knex('users').where({ id: first.id }).update({ email_verified_at: null })
+  t.equal((await resend(app, first.email)).statusCode, 202)
+  t.same(recipients(await mail.next()), [first.email], 'asked again: not to the address another user has since, to the user\'s own still unverified')
+  await app.knex('users').where({ id: first.id }).update({ email_verified_at: app.knex.fn.now() })
+  t.equal((await resend(app, first.email)).statusCode, 202)
+  await app.mail.settled()
+  t.equal(mail.unread, 0, 'nothing to verify then: no mail')
 })
 
 t.test('two verifications with one token at once: one counts, the other is refused', async t => {

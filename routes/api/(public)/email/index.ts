@@ -32,9 +32,13 @@ const email: FastifyPluginAsyncTypebox = async (fastify) => {
     const mail = await fastify.knex.transaction(async trx => {
       const user = await trx('users').where({ email_key: emailKey(email) }).whereNull('deleted_at').forNoKeyUpdate()
         .first<({ id: number } & AddressState) | undefined>('id', 'email', 'pending_email', 'email_verified_at')
-      if (user === undefined || (user.pending_email === null && user.email_verified_at !== null)) return null
+      if (user === undefined) return null
+      // An address waiting that another user has made theirs since is no longer the user's to
+      // verify: its mailbox is that user's, who would learn of the change asked.
+      const pending = user.pending_email !== null && !await verification.taken(trx, user.id, user.pending_email) ? user.pending_email : null
+      if (pending === null && user.email_verified_at !== null) return null
       await request.audit(trx, { action: 'verify-request', resource: 'user', id: user.id, actor: { id: null } })
-      return user.pending_email === null ? verification.issue(trx, user.id, user.email, false) : verification.issue(trx, user.id, user.pending_email, true)
+      return pending === null ? verification.issue(trx, user.id, user.email, false) : verification.issue(trx, user.id, pending, true)
     })
     // Sent at once: this runs `later` already, and a second wait would let a mail asked again
     // overtake this one, its token the older.

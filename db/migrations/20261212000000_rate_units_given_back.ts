@@ -1,9 +1,14 @@
 import type { Knex } from 'knex'
 
 /**
- * Units given back to a caller's bucket and day (plugins/app/rate-limits.ts) as the policy
- * they were taken under allows, across instances:
+ * A caller's bucket and day (plugins/app/rate-limits.ts) across a change of policy and across
+ * instances:
  *
+ * - `rate_buckets.per_second`: the refill of the policy of the bucket's last take. The time
+ *   since then refills at it, not at a policy set since: a raised rate starts from what the old
+ *   one left and fills at its own pace from the first take under it (a caller idle for a while
+ *   would otherwise find the time since refilled at the new rate, up to the new count at once).
+ *   Null for a bucket of the previous version's takes: the policy's own then.
  * - `rate_buckets.capacity`: the count of the policy of the bucket's last take. Units an
  *   instance took ahead go back to the bucket only while it is still of the count they were
  *   taken under: a lowered policy caps the bucket at its new count, and units taken ahead under
@@ -23,7 +28,7 @@ import type { Knex } from 'knex'
  */
 export async function up (knex: Knex): Promise<void> {
   await knex.raw(`
-    alter table rate_buckets add column capacity double precision;
+    alter table rate_buckets add column capacity double precision, add column per_second double precision;
     alter table rate_quotas add column leased_at timestamptz;
 
     create function rate_take(
@@ -41,11 +46,11 @@ export async function up (knex: Knex): Promise<void> {
       -- a select could otherwise leave nothing to read. A clock behind the last take's
       -- (another instance's) adds nothing, rather than takes.
       if rate_take.capacity is not null then
-        insert into rate_buckets as b (key, tokens, taken_at, capacity) values (caller, rate_take.capacity, moment, rate_take.capacity)
+        insert into rate_buckets as b (key, tokens, taken_at, capacity, per_second) values (caller, rate_take.capacity, moment, rate_take.capacity, rate_take.per_second)
           on conflict (key) do update set key = excluded.key
           returning least(rate_take.capacity,
             b.tokens + case when b.capacity is null or b.capacity = returned_capacity then returned else 0 end
-              + greatest(0, extract(epoch from moment - b.taken_at)) * per_second) into available;
+              + greatest(0, extract(epoch from moment - b.taken_at)) * coalesce(b.per_second, rate_take.per_second)) into available;
       end if;
       if quota is not null then
         insert into rate_quotas as q (key, day, used) values (caller, today, 0)
@@ -58,8 +63,8 @@ export async function up (knex: Knex): Promise<void> {
       if granted < cost then granted := 0; end if;
       tokens := available - granted - charge;
       if rate_take.capacity is not null then
-        update rate_buckets b set tokens = rate_take.tokens, taken_at = greatest(b.taken_at, moment), capacity = rate_take.capacity
-          where b.key = caller;
+        update rate_buckets b set tokens = rate_take.tokens, taken_at = greatest(b.taken_at, moment), capacity = rate_take.capacity,
+          per_second = rate_take.per_second where b.key = caller;
       end if;
       if quota is not null then
         used := greatest(0, used + granted + charge);
@@ -84,6 +89,6 @@ export async function down (knex: Knex): Promise<void> {
     drop function rate_give_back(text, timestamptz, double precision, bigint, bigint);
     drop function rate_take(text, timestamptz, double precision, double precision, bigint, bigint, bigint, bigint, double precision, bigint);
     alter table rate_quotas drop column leased_at;
-    alter table rate_buckets drop column capacity;
+    alter table rate_buckets drop column capacity, drop column per_second;
   `)
 }

@@ -14,8 +14,9 @@ const ROWS_A_UNIT = { batch: 10, import: 100, export: 1_000 } as const
 /** A request's cost, known from its query before its body is read: 1, more for a large page or an exact count. */
 export function costOf (query: unknown): number {
   const { limit, count } = query as { limit?: unknown, count?: unknown }
-  // A page size the lists take (1 to 1,000, in digits); any other is refused, 400, and costs 1.
-  const rows = typeof limit === 'string' && /^[1-9]\d{0,3}$/.test(limit) && Number(limit) <= 1_000 ? Number(limit) : 0
+  // A page size the lists take (1 to 1,000, in digits, leading zeros too, as the query's
+  // validation reads them: `01000` is 1,000 rows); any other is refused, 400, and costs 1.
+  const rows = typeof limit === 'string' && /^\d+$/.test(limit) && Number(limit) <= 1_000 ? Number(limit) : 0
   return Math.max(1, Math.ceil(rows / PAGE_ROWS)) + (count === 'exact' ? EXACT_COUNT : 0)
 }
 

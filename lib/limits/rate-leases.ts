@@ -29,8 +29,11 @@ export interface TakeArgs {
  */
 export interface Taken { granted: number, tokens: number, used: number, leasedAt: number | null }
 
-/** What the shared tables hold of a caller: the bucket as of its last take, the day's use. */
-export interface Held { tokens: number | null, takenAt: number | null, used: number }
+/**
+ * What the shared tables hold of a caller: the bucket as of its last take, and its refill a
+ * second since (its last take's policy's; null: the policy's own), the day's use.
+ */
+export interface Held { tokens: number | null, takenAt: number | null, perSecond: number | null, used: number }
 
 /** The database's side of the leases: takes, reads, and units given back in one statement. */
 export interface RateStore {
@@ -89,6 +92,9 @@ const GIVEN_BACK = 1_000
 const LONGEST_REFUSAL_MS = GIVE_BACK_MS
 /** Callers an instance keeps leases for; the least recently seen are forgotten (their units come back as the bucket refills). */
 const CALLERS = 100_000
+
+/** A bucket as of `at`: a lease's (refilled at its policy's rate), or the shared one's, refilled at `perSecond` when known. */
+interface Bucket { at: number, tokens: number, perSecond?: number | null }
 
 const DAY_MS = DAY_SECONDS * 1_000
 const dayOf = (ms: number) => Math.floor(ms / DAY_MS)
@@ -222,7 +228,7 @@ export class RateLeases {
     const held = await this.store.read(key, now)
     const lease = this.leases.get(key)
     const units = lease !== undefined && dayOf(lease.at) === dayOf(now) ? lease.units : 0
-    const bucket = held.tokens === null ? undefined : { at: held.takenAt!, tokens: held.tokens }
+    const bucket = held.tokens === null ? undefined : { at: held.takenAt!, tokens: held.tokens, perSecond: held.perSecond }
     return { ...this.figures(policy, now, bucket, held.used, units), used: held.used - units }
   }
 
@@ -289,13 +295,14 @@ export class RateLeases {
 
   /**
    * The caller's units of the rate now, as this instance knows them: the bucket as it was left
-   * at `bucket.at`, refilled since, with the units this instance holds; a full bucket at most.
+   * at `bucket.at`, refilled since (at the rate of its last take's policy, as rate_take does),
+   * with the units this instance holds; a full bucket at most.
    */
-  private units ({ count, windowSeconds }: Rate, now: number, bucket: { at: number, tokens: number } | undefined, units: number): number {
-    return bucket === undefined ? count : Math.min(count, bucket.tokens + Math.max(0, now - bucket.at) / 1_000 * count / windowSeconds + units)
+  private units ({ count, windowSeconds }: Rate, now: number, bucket: Bucket | undefined, units: number): number {
+    return bucket === undefined ? count : Math.min(count, bucket.tokens + Math.max(0, now - bucket.at) / 1_000 * (bucket.perSecond ?? count / windowSeconds) + units)
   }
 
-  private figures (policy: RatePolicy, now: number, bucket: { at: number, tokens: number } | undefined, used: number, units: number): Standing {
+  private figures (policy: RatePolicy, now: number, bucket: Bucket | undefined, used: number, units: number): Standing {
     const standing: Standing = {}
     if (policy.rate !== null) {
       const { count, windowSeconds } = policy.rate

@@ -19,11 +19,11 @@ export function rateStore (knex: Knex): RateStore & { sweep (): Promise<void> } 
     },
 
     async read (key, at) {
-      const { rows: [row] } = await knex.raw<{ rows: [{ tokens: number | null, taken_at: number | null, used: string | null }] }>(`
-        select b.tokens, extract(epoch from b.taken_at)::double precision * 1000 as taken_at,
+      const { rows: [row] } = await knex.raw<{ rows: [{ tokens: number | null, taken_at: number | null, per_second: number | null, used: string | null }] }>(`
+        select b.tokens, extract(epoch from b.taken_at)::double precision * 1000 as taken_at, b.per_second,
           (select used from rate_quotas q where q.key = k.key and q.day = (to_timestamp(?::double precision / 1000) at time zone 'UTC')::date) as used
         from (select ?::text as key) k left join rate_buckets b on b.key = k.key`, [at, key])
-      return { tokens: row.tokens, takenAt: row.taken_at, used: Number(row.used ?? 0) } satisfies Held
+      return { tokens: row.tokens, takenAt: row.taken_at, perSecond: row.per_second, used: Number(row.used ?? 0) } satisfies Held
     },
 
     // In key order: two instances closing at once lock the same rows in the same order.

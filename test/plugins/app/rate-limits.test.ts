@@ -77,6 +77,7 @@ t.test('a user\'s tokens and API keys spend one allowance, each user their own; 
     t.equal(refused.statusCode, 400, `limit=${limit}`)
   }
   t.equal((await app.inject({ url: '/api/clients', headers: bearer(bob.token) })).headers.ratelimit, '"default";r=14;t=3', 'a page size refused, 400, costs 1')
+  t.equal((await app.inject({ url: '/api/clients?limit=0300', headers: bearer(bob.token) })).headers.ratelimit, '"default";r=11;t=3', 'leading zeros: the page the list serves, 300 rows, 3')
 })
 
 t.test('a request refused before it spent (a token refused, 401; a permission lacking, 403) spends a unit of its caller\'s', async t => {

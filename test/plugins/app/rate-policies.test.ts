@@ -114,7 +114,9 @@ t.test('an API key\'s own policy: spent beside its owner\'s, never above it, cha
   t.equal(patched.statusCode, 200)
   t.match(patched.json(), { data: { name: 'sync 2', rate_limit: '6/1m' }, message: 'API key updated' })
   clock.tick(10)
-  t.equal((await requests(app, key.secret, 1))[0]!.statusCode, 200, 'the faster refill holds from the next request: a unit in 10 s (half of one at 3/1m)')
+  t.equal((await requests(app, key.secret, 1))[0]!.statusCode, 429, 'until the key\'s first request under it, the old pace: half a unit in 10 s')
+  clock.tick(10)
+  t.equal((await requests(app, key.secret, 1))[0]!.statusCode, 200, 'from then on the new: a unit in 10 s')
   t.match((await app.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(owner.token), payload: { rate_quota: '5000/1d' } })).json(),
     { statusCode: 400, message: /rate_quota must allow no more than/ })
   const cleared = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(owner.token), payload: { rate_limit: null } })
@@ -199,6 +201,22 @@ t.test('a policy lowered holds from the next request: units taken ahead under th
   const after = await requests(app, key.secret, 4)
   t.same(statuses(after), [200, 200, 429, 429], 'the new count of 2, from what the old left')
   t.same(after.map(res => res.headers.ratelimit), ['"key";r=1;t=5', '"key";r=0;t=5', '"key";r=0;t=5', '"key";r=0;t=5'])
+})
+
+t.test('a policy raised starts from what the old one left: the time since its last take refills at the old rate', async t => {
+  const app = await build(t, limited(null))
+  const clock = clockOf(app)
+  const owner = await userWithRoles(app, ['Admin'])
+  const key = await makeKey(app, owner.token, { rate_limit: '5/1m' })
+  t.same(statuses(await requests(app, key.secret, 6)), [200, 200, 200, 200, 200, 429])
+  // 30 s idle: 2.5 units back at 5/1m (300 at 600/1m, had the new rate refilled them).
+  clock.tick(30)
+  t.equal((await app.inject({ method: 'PATCH', url: `/api/keys/${key.id!}`, headers: bearer(owner.token), payload: { rate_limit: '600/1m' } })).statusCode, 200)
+  const usage = await app.inject({ url: `/api/usage?key_id=${key.id!}`, headers: bearer(owner.token) })
+  t.match(usage.json(), { data: { rate: { remaining: 2 } } }, 'the usage says so too')
+  t.same(statuses(await requests(app, key.secret, 3)), [200, 200, 429], 'the two units the old rate gave back, then the new pace')
+  clock.tick(1)
+  t.same(statuses(await requests(app, key.secret, 11)), [...Array(10).fill(200), 429], 'a second later: ten units of 600/1m')
 })
 
 t.test('a policy lowered on one instance holds on every instance: units another took ahead under the old one, given back, do not lift it', async t => {

@@ -264,9 +264,10 @@ export class RateLeases {
   private refused (lease: Lease, policy: RatePolicy, cost: number, now: number, kept?: Lease['refusal']): Decision {
     const standing = this.standing(lease, policy, now)
     const quotaSpent = policy.quota !== null && policy.quota - lease.used < cost
-    const lent = quotaSpent && this.lentBack(lease, now) > now
+    const back = quotaSpent ? this.lentBack(lease, now) : 0
+    const lent = back > now
     const waitMs = quotaSpent
-      ? (lent ? this.lentBack(lease, now) : dayEnd(now)) - now
+      ? (lent ? back : dayEnd(now)) - now
       : (cost - this.units(policy.rate!, now, lease, lease.units)) * policy.rate!.windowSeconds * 1_000 / policy.rate!.count
     // Kept to the millisecond (a second's wait of Retry-After would leave a fast bucket's
     // units unspent meanwhile), and for REFUSAL_MS at least, which bounds the takes of a

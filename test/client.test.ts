@@ -13,7 +13,8 @@ const granted = steps('log in as the administrator', 'the administrator gives th
 const rest = steps(
   'create a client', 'a retry of the create gets the same client', 'list clients', 'a batch of clients answers each row',
   'make an API key', 'the key reads clients', 'and may not delete one', 'revoke the key', 'the revoked key is refused',
-  'update a client with PATCH and If-Match', 'a stale If-Match gets 412 and the current tag', 'delete a client', 'the deleted client is gone', 'logout',
+  'update a client with PATCH and If-Match', 'a stale If-Match gets 412 and the current tag', 'delete a client', 'the deleted client is gone',
+  'start enrolling an authenticator app', 'confirm it with its first code: recovery codes, shown once', 'a login now waits for a code', 'the code completes the login', 'that session logs out', 'logout',
   'the token no longer works', 'create a student (v1)', 'read it through /students',
   'rename it (v1 PUT)', 'change its age (PATCH /students)',
   'a filtered, sorted list finds it', 'and counts it', 'delete it', 'it is gone from v1 too'

@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import os from 'node:os'
 import path from 'node:path'
 import { promisify } from 'node:util'
+import { generateSync } from 'otplib'
 import t from 'tap'
 import { databaseEnv, startServer } from './server/process.js'
 import { startMailServer } from './mail-server.js'
@@ -95,7 +96,12 @@ t.test('every curl line of the README and docs/ runs as written against the serv
   t.teardown(() => rm(dir, { recursive: true, force: true }))
 
   // What the examples' placeholders stand for, as earlier examples' answers make it known.
-  const state = { password: adminPassword, token: '', refresh: '', key: { id: 0, secret: '' } }
+  const state = { password: adminPassword, token: '', refresh: '', key: { id: 0, secret: '' }, totp: { secret: '', step: 0 }, mfaToken: '' }
+  /** The authenticator app's next code: of now, or the step after the last one sent (a code works once). */
+  const nextCode = () => {
+    state.totp.step = Math.max(Math.floor(Date.now() / 30_000), state.totp.step + 1)
+    return generateSync({ secret: state.totp.secret, epoch: state.totp.step * 30 })
+  }
   const tags = new Map<string, string>()
   const api = async (route: string, init: RequestInit = {}) => {
     const res = await fetch(`${server.url}${route}`, { ...init, headers: { 'content-type': 'application/json', ...init.headers } })
@@ -149,6 +155,8 @@ t.test('every curl line of the README and docs/ runs as written against the serv
     return command
       .replace(/("(?:current_)?password":")…"/g, (_, field) => `${field}${state.password}"`)
       .replaceAll('Xq3…', state.refresh)
+      .replace('"code":"…"', () => `"code":"${nextCode()}"`)
+      .replaceAll('Pw8n…', state.mfaToken)
       .replaceAll('sk_4Gx0aQ2b…', state.key.secret)
       .replace(/(\/api\/keys\/|key_id\[eq\]=)3\b/g, (_, before) => `${before}${state.key.id}`)
   }
@@ -176,6 +184,8 @@ t.test('every curl line of the README and docs/ runs as written against the serv
     // What the answer makes known to the examples that follow (a JSON one: an export is CSV or NDJSON).
     const answer = /^content-type: application\/json/im.test(await readFile(headers, 'utf8')) ? JSON.parse(text) : {}
     if (answer.token_type === 'Bearer') Object.assign(state, { token: answer.data, refresh: answer.refresh_token })
+    if (typeof answer.data?.otpauth_uri === 'string') state.totp = { secret: answer.data.secret, step: 0 }
+    if (answer.mfa_required === true) state.mfaToken = answer.mfa_token
     if (typeof answer.secret === 'string' && answer.secret.startsWith('sk_')) state.key = { id: answer.data.id, secret: answer.secret }
     const newPassword = /"password":"([^"]*)"/.exec(command)?.[1]
     if (newPassword && status < 300) state.password = newPassword

@@ -10,6 +10,7 @@
 // than http://127.0.0.1:3000 is the first argument. For the types:
 // `npx openapi-typescript openapi.json -o examples/client/api.d.ts && npx tsc -p examples/client`.
 import createClient from 'openapi-fetch'
+import { generateSync } from 'otplib'
 import type { paths } from './api.js'
 
 const baseUrl = process.argv[2] ?? 'http://127.0.0.1:3000'
@@ -63,7 +64,8 @@ const registered = await api.POST('/api/register', { body: { name: 'Typed Client
 // A session, unless the service requires a verified address first (REQUIRE_VERIFIED_EMAIL).
 check(registered.response.status === 201 && registered.data !== undefined && 'data' in registered.data, 'register', registered)
 const login = await api.POST('/api/login', { body: { email, password } })
-check(login.data?.data, 'login', login)
+// A session's tokens; an account with an authenticator app would get an `mfa_token` instead (below).
+check(login.data !== undefined && 'data' in login.data, 'login', login)
 
 // Sessions: the refresh token gets the next pair; the register's session is listed beside this
 // one, and ended.
@@ -91,7 +93,7 @@ if (!profile.data.data.permissions.includes('client-create')) {
       'logs it at its first start; npm run reset-password -- admin@example.com makes a new one), or start the service with REGISTER_ROLES=User.')
   }
   const admin = await api.POST('/api/login', { body: { email: process.env.ADMIN_EMAIL ?? 'admin@example.com', password: adminPassword } })
-  check(admin.data?.data, 'log in as the administrator', admin)
+  check(admin.data !== undefined && 'data' in admin.data, 'log in as the administrator', admin)
   const granted = await api.PATCH('/api/users/{id}', { ...bearer(admin.data.data), params: { path: { id: profile.data.data.id } }, body: { roles: ['User'] } })
   check(granted.data?.data.roles.some(role => role.name === 'User'), 'the administrator gives the user the User role', granted)
   const adminOut = await api.GET('/api/logout', bearer(admin.data.data))
@@ -147,6 +149,23 @@ const deleted = await api.DELETE('/api/clients/{id}', { ...auth, params: { path:
 check(deleted.data?.data.id === id, 'delete a client', deleted)
 const gone = await api.GET('/api/clients/{id}', { ...auth, params: { path: { id } } })
 check(gone.response.status === 404 && gone.error?.message === `Client ${id} not found`, 'the deleted client is gone', gone)
+
+// A second factor: an authenticator app (otplib stands in for the phone), on once its first
+// code confirms it; from then on a login answers an `mfa_token` and waits for a code.
+const enrolment = await api.POST('/api/profile/mfa/totp', { ...auth, body: { current_password: password } })
+check(enrolment.data !== undefined && enrolment.data.data.otpauth_uri.startsWith('otpauth://totp/'), 'start enrolling an authenticator app', enrolment)
+const { secret } = enrolment.data.data
+const confirmed = await api.POST('/api/profile/mfa/totp/confirm', { ...auth, body: { code: generateSync({ secret }) } })
+check(confirmed.data?.data.recovery_codes.length === 10, 'confirm it with its first code: recovery codes, shown once', confirmed)
+const halfway = await api.POST('/api/login', { body: { email, password } })
+check(halfway.data !== undefined && 'mfa_token' in halfway.data, 'a login now waits for a code', halfway)
+// A code works once: the confirmation spent the app's code of now, so the next one (the app's
+// 30 s later, taken a step early) completes the login.
+const nextCode = generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + 30 })
+const secondStep = await api.POST('/api/login/mfa', { body: { mfa_token: halfway.data.mfa_token, code: nextCode } })
+check(secondStep.data?.token_type === 'Bearer', 'the code completes the login', secondStep)
+const mfaOut = await api.GET('/api/logout', bearer(secondStep.data.data))
+check(mfaOut.response.status === 200, 'that session logs out', mfaOut)
 
 const out = await api.GET('/api/logout', auth)
 check(out.response.status === 200, 'logout', out)

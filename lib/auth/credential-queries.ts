@@ -4,8 +4,11 @@ import { prepare, type Database } from '../db/prepared-query.js'
 import { countAttempt, type Attempt, type AttemptCount } from './attempt-counts.js'
 import { emailKey } from './email.js'
 
-/** What a password check needs of a user: who they are, their password's hash, and whether their address is verified. */
-export interface Credentials { id: number, password: string, verified: boolean }
+/**
+ * What a password check needs of a user: who they are, their password's hash, whether their
+ * address is verified, and whether a login waits for their second factor.
+ */
+export interface Credentials { id: number, password: string, verified: boolean, mfa: boolean }
 /** A login's count under one key, and the user of the e-mail address, if any, on every row. */
 type CountedCredentials = AttemptCount & { [column in keyof Credentials]: Credentials[column] | null }
 
@@ -18,13 +21,14 @@ function createCredentialQueries (database: Database) {
   const { knex } = database
   const notDeleted = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
   // By the address's key (lib/auth/email.ts).
-  const credentialsOf = (key: string) => notDeleted(knex).select('u.id', 'u.password', knex.raw('u.email_verified_at is not null as verified')).where('u.email_key', key)
+  const credentialsOf = (key: string) => notDeleted(knex).select('u.id', 'u.password', knex.raw('u.email_verified_at is not null as verified'),
+    knex.raw('exists (select from totp_factors f where f.user_id = u.id and f.confirmed_at is not null) as mfa')).where('u.email_key', key)
 
   const credentials = prepare<[key: string], Credentials>(database, 'users.credentials', key => credentialsOf(key).first())
   const countedCredentials = prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null, key: string], CountedCredentials>(
     database, 'users.counted-credentials', (windowSeconds, ipKey, emailCounter, key) => knex
       .with('counts', countAttempt(knex, windowSeconds, ipKey, emailCounter))
-      .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password', 'user.verified')
+      .select('c.key', 'c.hits', 'c.retry_after', 'user.id', 'user.password', 'user.verified', 'user.mfa')
       .from('counts as c')
       .leftJoin(credentialsOf(key).as('user'), knex.raw('true')))
 
@@ -41,12 +45,12 @@ function createCredentialQueries (database: Database) {
     async findCounting (email: string, attempt: Attempt): Promise<{ counts: AttemptCount[], user: Credentials | undefined }> {
       const { rows } = await countedCredentials([attempt.windowSeconds, attempt.ipKey, attempt.emailCounter, emailKey(email)])
       const [first] = rows
-      return { counts: rows, user: first?.id == null ? undefined : { id: first.id, password: first.password!, verified: first.verified! } }
+      return { counts: rows, user: first?.id == null ? undefined : { id: first.id, password: first.password!, verified: first.verified!, mfa: first.mfa! } }
     },
 
     /** The address of the user, unless deleted. */
-    async emailOf (id: number): Promise<string | undefined> {
-      const row: { email: string } | undefined = await notDeleted(knex).where('u.id', id).first('u.email')
+    async emailOf (id: number, db: Knex = knex): Promise<string | undefined> {
+      const row: { email: string } | undefined = await notDeleted(db).where('u.id', id).first('u.email')
       return row?.email
     },
 

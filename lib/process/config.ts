@@ -158,6 +158,8 @@ export interface AuthConfig {
   registerRoles: string[]
   /** Login refused (403 `email_unverified`) until the user's address is verified; needs mail (SMTP_URL). */
   requireVerifiedEmail: boolean
+  /** The name an authenticator app shows beside the account (TOTP_ISSUER). */
+  totpIssuer: string
   /** Token checks remembered per instance (0: every request asks the database). */
   cacheSize: number
   /**
@@ -427,6 +429,13 @@ function mail (env: Env, port: number): MailConfig | null {
   return smtpUrl === undefined ? null : { smtpUrl, from, publicUrl }
 }
 
+/** TOTP_ISSUER: shown in authenticator apps, and part of the `otpauth://` URI's label, where a colon would split it. */
+function totpIssuer (env: Env): string {
+  const issuer = text(env, 'TOTP_ISSUER', 'Student Records').trim()
+  if (issuer === '' || issuer.length > 64 || issuer.includes(':')) throw new ConfigError(`TOTP_ISSUER must be 1 to 64 characters without a colon, got "${issuer}"`)
+  return issuer
+}
+
 /** REQUIRE_VERIFIED_EMAIL: only with mail on, without which no address could ever be verified. */
 function requireVerifiedEmail (env: Env): boolean {
   const required = flag(env, 'REQUIRE_VERIFIED_EMAIL', false)
@@ -486,6 +495,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       generateAdmin: !dbHost && adminEmail === undefined,
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
       requireVerifiedEmail: requireVerifiedEmail(env),
+      totpIssuer: totpIssuer(env),
       cacheSize: integer(env, 'AUTH_CACHE_SIZE', 10_000, 0, 10_000_000),
       // A copy: a test that changes its configuration in place changes no other's.
       passwordHashing: { ...ARGON2_OPTIONS },

@@ -10,7 +10,8 @@ import { rolesRepository } from '../(authenticated)/roles/repository.js'
 import { sessionsRepository, type StartedSession } from '../(authenticated)/sessions/repository.js'
 import { usersRepository } from '../(authenticated)/users/repository.js'
 import type { VerificationMail } from '../../../plugins/app/address-verification.js'
-import { authSchemas, authTag } from './schema.js'
+import { mfaRepository, MFA_CHALLENGE_TTL_SECONDS } from '../(authenticated)/profile/mfa/repository.js'
+import { authSchemas, authTag, MfaChallenge } from './schema.js'
 
 /**
  * Bodies of these routes are small even with every field at its longest and escaped
@@ -32,11 +33,12 @@ const REFUSED = {
 /** `/api/login`, `/api/register` and `/api/token/refresh`: the routes of /api open to callers without a token. */
 const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   // Met right after the students: logging in opens the rest.
-  fastify.declareResource({ tag: authTag, order: 3 })
+  fastify.declareResource({ tag: authTag, order: 3, schemas: [MfaChallenge] })
   const users = usersRepository(fastify.database, fastify.callerCache)
   const sessions = sessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth)
   const credentials = credentialQueries(fastify.database)
   const roleRepository = rolesRepository(fastify.database, fastify.callerCache)
+  const factors = mfaRepository(fastify.database)
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
   // A user registering: created only. Its answer is the new session's tokens, not the user,
   // and carries no ETag (the user's is GET /api/users/:id's).
@@ -73,9 +75,17 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     if (fastify.config.auth.requireVerifiedEmail && !user!.verified) {
       throw new CodedError('email_unverified', 'Verify the account\'s e-mail address first: follow the link mailed to it, or ask for another with POST /api/email/resend')
     }
+    const { id, password: verified, mfa } = user!
+    if (mfa) {
+      // The password matched; the session waits for the second factor (routes/api/(public)/login/).
+      const token = await request.recordEvents(async trx => ({
+        result: await factors.issueChallenge(id, verified, trx),
+        events: [{ action: 'mfa-challenge', resource: 'session', id: null, after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] }, actor: { id } }] as const
+      }))
+      return { success: true as const, mfa_required: true as const, mfa_token: token, expires_in: MFA_CHALLENGE_TTL_SECONDS, message: 'Send a code of the authenticator app (or a recovery code) with mfa_token to POST /api/login/mfa' }
+    }
     // One statement: the session, the end of the oldest past the cap, and their audit entries;
     // none if the password changed or the user went while the hash was checked.
-    const { id, password: verified } = user!
     const started = await request.recordStatementEvents([
       { action: 'login', resource: 'session', idColumn: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
       { action: 'end', resource: 'session', idColumn: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }

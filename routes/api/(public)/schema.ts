@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox'
 import { Created, CreateHeaders, errorResponses, TokenEnvelope } from '../../../schemas/common.js'
 import { userFields } from '../(authenticated)/users/schema.js'
+import { MAILED_TOKEN_PATTERN } from '../../../lib/auth/mailed-tokens.js'
 
 /** The OpenAPI tag of the account operations, with and without a token. */
 export const authTag = { name: 'auth', description: 'Register, log in and out, the caller\'s profile' }
@@ -13,18 +14,31 @@ export const Message = (description: string) => Type.Object({
   message: Type.String()
 }, { additionalProperties: false, description })
 
+/** A login whose password matched, waiting for the second factor: the token POST /api/login/mfa takes. */
+export const MfaChallenge = Type.Object({
+  success: Type.Literal(true),
+  mfa_required: Type.Literal(true),
+  mfa_token: Type.String({ pattern: MAILED_TOKEN_PATTERN, description: 'Spent by POST /api/login/mfa with a code; opaque, good for 5 minutes and 5 wrong codes' }),
+  expires_in: Type.Integer({ minimum: 1, description: 'The seconds `mfa_token` works' }),
+  message: Type.String()
+}, { $id: 'MfaChallenge', additionalProperties: false, description: 'The password matched; the account has an authenticator app: no session until its code comes' })
+
 export const authSchemas = {
   login: {
     tags: [authTag.name],
     security: [],
     operationId: 'auth.login',
     summary: 'Log in',
-    description: 'Starts a session: answers an access token (`data`, a bearer JWT living JWT_TTL) and a refresh token for POST /api/token/refresh. A wrong e-mail address and a wrong password get the same 401. With `REQUIRE_VERIFIED_EMAIL=true`, the right password of an account whose address is not verified gets 403 `email_unverified`. Rate limited per client IP and per e-mail address (429 with Retry-After).',
+    description: 'Starts a session: answers an access token (`data`, a bearer JWT living JWT_TTL) and a refresh token for POST /api/token/refresh. A wrong e-mail address and a wrong password get the same 401. With `REQUIRE_VERIFIED_EMAIL=true`, the right password of an account whose address is not verified gets 403 `email_unverified`. ' +
+      'The right password of an account with an authenticator app (POST /api/profile/mfa/totp) starts no session yet: the answer is `{ success, mfa_required: true, mfa_token, expires_in }`, and POST /api/login/mfa completes the login with a code. Rate limited per client IP and per e-mail address (429 with Retry-After).',
     body: Type.Object({
       email: Type.String({ minLength: 1, maxLength: 254, example: 'admin@example.com' }),
       password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true })
     }, { additionalProperties: false }),
-    response: { 200: token('The new session\'s access and refresh tokens'), ...errorResponses(400, 401, 403, 413, 415, 429) }
+    response: {
+      200: Type.Union([token('The new session\'s access and refresh tokens'), Type.Ref('MfaChallenge')], { description: 'The new session\'s tokens; for an account with an authenticator app, the token to send its code with' }),
+      ...errorResponses(400, 401, 403, 413, 415, 429)
+    }
   },
   refresh: {
     tags: [authTag.name],

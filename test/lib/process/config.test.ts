@@ -35,6 +35,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
       generateAdmin: true,
       registerRoles: [],
       requireVerifiedEmail: false,
+      totpIssuer: 'Student Records',
       cacheSize: 10_000,
       passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
       rateLimit: { perIp: 30, perEmail: 10, notFoundPerIp: 100, windowSeconds: 60 }
@@ -131,6 +132,7 @@ t.test('authentication settings', async t => {
     REGISTER_ROLES: 'User, Reader ,',
     SMTP_URL: 'smtp://mail.example.com',
     REQUIRE_VERIFIED_EMAIL: 'true',
+    TOTP_ISSUER: ' Acme Records ',
     AUTH_CACHE_SIZE: '0',
     AUTH_RATE_LIMIT_IP: '100',
     AUTH_RATE_LIMIT_EMAIL: '3',
@@ -148,6 +150,7 @@ t.test('authentication settings', async t => {
     generateAdmin: false,
     registerRoles: ['User', 'Reader'],
     requireVerifiedEmail: true,
+    totpIssuer: 'Acme Records',
     cacheSize: 0,
     passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
     rateLimit: { perIp: 100, perEmail: 3, notFoundPerIp: 50, windowSeconds: 3600 }
@@ -236,6 +239,8 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, JWT_TTL: '0' }, /^JWT_TTL must be from 1s to 36500d, got "0"$/],
     [{ ...withDb, JWT_TTL: '1 hour' }, /^JWT_TTL must be a duration: a whole number with a unit, ms, s, m, h or d \(250ms, 90s, 15m, 1h, 7d\), or plain seconds, got "1 hour"$/],
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com' }, /^ADMIN_PASSWORD must be set with ADMIN_EMAIL$/],
+    [{ ...withDb, TOTP_ISSUER: 'Acme: Records' }, /^TOTP_ISSUER must be 1 to 64 characters without a colon, got "Acme: Records"$/],
+    [{ ...withDb, TOTP_ISSUER: 'x'.repeat(65) }, /^TOTP_ISSUER must be 1 to 64 characters without a colon/],
     [{ ...withDb, ADMIN_PASSWORD: 'long enough' }, /^ADMIN_EMAIL must be set with ADMIN_PASSWORD$/],
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com', ADMIN_PASSWORD: 'short' }, /^ADMIN_PASSWORD must be 8 to 128 characters long$/],
     [{ ...withDb, AUTH_RATE_LIMIT_IP: 'many' }, /^AUTH_RATE_LIMIT_IP /],

@@ -4,6 +4,7 @@ import net from 'node:net'
 import path from 'node:path'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
+import { generateSync } from 'otplib'
 import pg from 'pg'
 import { ERROR_CODE_NAMES, ERROR_CODES, type ErrorCode } from '../../../lib/http/error-codes.js'
 import { AUDIENCE, ISSUER } from '../../../plugins/app/auth.js'
@@ -92,6 +93,15 @@ t.test('every answer of an error carries the code declared for its case', async 
   app.config.auth.requireVerifiedEmail = true
   check(await app.inject({ method: 'POST', url: '/api/login', payload: { email: admin.email, password: PASSWORD } }), 'email_unverified', 'a login before the address is verified')
   app.config.auth.requireVerifiedEmail = false
+  // Second factors: none to turn off; one enrolled, a login waiting for its code.
+  const mfa = (method: 'POST' | 'DELETE', url: string, payload: object) => app.inject({ method, url, headers: bearer(nobody.token), payload })
+  check(await mfa('DELETE', '/api/profile/mfa/totp', { current_password: PASSWORD }), 'mfa_not_enrolled', 'no authenticator app to turn off')
+  const { secret } = (await mfa('POST', '/api/profile/mfa/totp', { current_password: PASSWORD })).json().data
+  t.equal((await mfa('POST', '/api/profile/mfa/totp/confirm', { code: generateSync({ secret }) })).statusCode, 200)
+  check(await mfa('POST', '/api/profile/mfa/totp', { current_password: PASSWORD }), 'mfa_enrolled', 'an authenticator app enrolled again')
+  const { mfa_token: mfaToken } = (await app.inject({ method: 'POST', url: '/api/login', payload: { email: nobody.email, password: PASSWORD } })).json()
+  check(await app.inject({ method: 'POST', url: '/api/login/mfa', payload: { mfa_token: mfaToken, recovery_code: 'aaaaa-aaaaa' } }), 'invalid_mfa_code', 'a wrong recovery code')
+  check(await app.inject({ method: 'POST', url: '/api/login/mfa', payload: { mfa_token: 'a'.repeat(43), code: '123456' } }), 'invalid_mfa_token', 'a login\'s second step never begun')
   check(await app.inject({ url: '/api/clients', headers: bearer(nobody.token) }), 'permission_denied', 'a permission the caller lacks')
   const key = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(admin.token), payload: { name: 'k', permissions: [], current_password: PASSWORD } })
   t.equal(key.statusCode, 201, key.body)

@@ -1,0 +1,45 @@
+import type { Knex } from 'knex'
+
+/**
+ * Second factors (routes/api/(authenticated)/profile/mfa/, routes/api/(public)/login/):
+ * - `totp_factors`: a user's authenticator app (RFC 6238), one a user. Its secret is kept as
+ *   is: a code is checked against it, so no hash can stand in for it. `confirmed_at` is null
+ *   while the enrolment waits for a first code; `last_step` is the time step of the last code
+ *   accepted, so that no code works twice.
+ * - `recovery_codes`: the codes that stand in for a lost device, by their SHA-256 (random, so
+ *   no slow hash is needed), each spent once.
+ * - `mfa_challenges`: a login whose password matched and that waits for its second factor, by
+ *   the SHA-256 of the opaque token the login answered; `password_hash` is the hash the login
+ *   matched (a password changed since voids it, as it voids a login in flight); `failures`
+ *   counts its wrong codes.
+ */
+export async function up (knex: Knex): Promise<void> {
+  await knex.raw(`
+    create table totp_factors (
+      user_id integer primary key references users (id) on delete cascade,
+      secret text not null,
+      confirmed_at timestamptz,
+      last_step bigint,
+      created_at timestamptz not null default now()
+    );
+
+    create table recovery_codes (
+      user_id integer not null references users (id) on delete cascade,
+      code_hash bytea not null,
+      used_at timestamptz,
+      primary key (user_id, code_hash)
+    );
+
+    create table mfa_challenges (
+      token_hash bytea primary key,
+      user_id integer not null references users (id) on delete cascade,
+      password_hash text not null,
+      expires_at timestamptz not null,
+      failures integer not null default 0
+    );
+    create index mfa_challenges_user_id on mfa_challenges (user_id)`)
+}
+
+export async function down (knex: Knex): Promise<void> {
+  await knex.raw('drop table mfa_challenges; drop table recovery_codes; drop table totp_factors')
+}

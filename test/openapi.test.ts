@@ -40,6 +40,8 @@ t.test('every route is in the document, named, described, with its responses', a
     t.same(operation.security, !guarded ? [] : tokenOnly ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKey: [] }], `${label}: security`)
     if (guarded && tokenOnly) t.ok(operation.responses['403'], `${label}: 403, for an API key`)
     if (guarded) t.ok(operation.responses['401'], `${label}: 401`)
+    // Refused to an account that must enrol a second factor first (MFA_REQUIRED_ROLES), but what serves the enrolment.
+    if (guarded && !(path === '/api/profile' && method === 'get') && path !== '/api/logout') t.ok(operation.responses['403'], `${label}: 403, for an account without its required second factor`)
   }
   t.same(committed.components.securitySchemes.bearerAuth, {
     type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'A token from POST /api/login or /api/register'

@@ -12,6 +12,8 @@ import type { Knex } from 'knex'
  *   the SHA-256 of the opaque token the login answered; `password_hash` is the hash the login
  *   matched (a password changed since voids it, as it voids a login in flight); `failures`
  *   counts its wrong codes.
+ * A factor confirmed or ended tells every instance (`user:<id>` on `auth_changed`, as a change
+ * of roles does): with MFA_REQUIRED_ROLES, whether a token serves only an enrolment hangs on it.
  */
 export async function up (knex: Knex): Promise<void> {
   await knex.raw(`
@@ -37,7 +39,10 @@ export async function up (knex: Knex): Promise<void> {
       expires_at timestamptz not null,
       failures integer not null default 0
     );
-    create index mfa_challenges_user_id on mfa_challenges (user_id)`)
+    create index mfa_challenges_user_id on mfa_challenges (user_id);
+
+    create trigger totp_factors_auth_changed after insert or update of confirmed_at or delete on totp_factors
+      for each row execute function notify_auth_changed()`)
 }
 
 export async function down (knex: Knex): Promise<void> {

@@ -17,6 +17,8 @@ export interface CachedCaller {
   policy: RatePolicy
   /** The key's own, spent beside the user's; none for a token, or a key of none. */
   keyPolicy?: RatePolicy | undefined
+  /** A role of the user needs a second factor they have not enrolled (MFA_REQUIRED_ROLES): the caller may only enrol one. */
+  enrolmentOnly?: boolean
 }
 
 /**

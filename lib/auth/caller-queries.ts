@@ -12,17 +12,24 @@ export interface KeyCaller extends OwnPolicy {
   /** Seconds since the epoch, or null for a key that does not expire. */
   expires_at: number | null
   roles: RolePolicy[]
+  /** Whether the owner has a second factor. */
+  mfa: boolean
 }
 
 /** What a token's check finds: what its user may do, and their roles' policies. */
 export interface TokenCaller {
   permissions: string[]
   roles: RolePolicy[]
+  /** Whether the user has a second factor (MFA_REQUIRED_ROLES). */
+  mfa: boolean
 }
 
 /** The policies of the roles of the user `u.id` (lib/limits/rate-policy.ts's userPolicy). */
 const ROLE_POLICIES = `(select coalesce(json_agg(json_build_object('name', r.name, 'rate_limit', r.rate_limit, 'rate_quota', r.rate_quota) order by r.id), '[]')
       from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id) as roles`
+
+/** Whether the user `u.id` has a confirmed second factor. */
+const HAS_FACTOR = 'exists (select from totp_factors f where f.user_id = u.id and f.confirmed_at is not null) as mfa'
 
 /** The policies of the roles of user `userId`, as a token's check reads them, in `db` (a transaction sees its own writes). */
 export async function rolePolicies (db: Knex, userId: number): Promise<RolePolicy[]> {
@@ -40,7 +47,7 @@ export function callerQueries (database: Database, cacheSize: number) {
 
   // The key's permissions are its own that its owner still holds.
   const keyCaller = prepare<[hash: string], KeyCaller>(database, 'api-keys.caller', hash => knex.raw(`
-    select k.id::float8 as id, k.user_id, floor(extract(epoch from k.expires_at))::float8 as expires_at, k.rate_limit, k.rate_quota, ${ROLE_POLICIES},
+    select k.id::float8 as id, k.user_id, floor(extract(epoch from k.expires_at))::float8 as expires_at, k.rate_limit, k.rate_quota, ${ROLE_POLICIES}, ${HAS_FACTOR},
       array(select unnest(k.permissions)
         intersect
         select p.name from user_roles ur
@@ -54,7 +61,7 @@ export function callerQueries (database: Database, cacheSize: number) {
   // Bound twice: `$2` and `$5` are the session, `$4` and `$6` the token's id.
   const tokenCaller = prepare<[id: number, sessionId: number | null, generation: number | null, jti: string], TokenCaller>(
     database, 'auth.caller', (id, sessionId, generation, jti) => knex.raw(`
-        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions, ${ROLE_POLICIES}
+        select coalesce(array_agg(distinct p.name) filter (where p.name is not null), '{}') as permissions, ${ROLE_POLICIES}, ${HAS_FACTOR}
         from users u
         left join user_roles ur on ur.user_id = u.id
         left join role_permissions rp on rp.role_id = ur.role_id

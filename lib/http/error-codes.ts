@@ -22,6 +22,7 @@ export const ERROR_CODES = {
   invalid_refresh_token: { status: 401, meaning: 'The refresh token is invalid, expired or spent, or its session has ended: log in again' },
   permission_denied: { status: 403, meaning: 'The caller lacks the permission this needs', fallback: true },
   email_unverified: { status: 403, meaning: 'The account\'s e-mail address is not verified, and the service requires it for login (`REQUIRE_VERIFIED_EMAIL`): follow the link mailed to it, or ask for another (`POST /api/email/resend`)' },
+  mfa_enrolment_required: { status: 403, meaning: 'A role of the account requires a second factor (`MFA_REQUIRED_ROLES`) and it has none: enrol an authenticator app (POST /api/profile/mfa/totp) with an access token; until then the account\'s tokens serve only that, the profile and logout, and its API keys nothing' },
   access_token_required: { status: 403, meaning: 'An API key cannot manage API keys, sessions or the profile, nor change its own user: use an access token' },
   not_found: { status: 404, meaning: 'No record with this id', fallback: true },
   route_not_found: { status: 404, meaning: 'No route serves this method and path (also `CONNECT`)' },

@@ -158,6 +158,8 @@ export interface AuthConfig {
   registerRoles: string[]
   /** Login refused (403 `email_unverified`) until the user's address is verified; needs mail (SMTP_URL). */
   requireVerifiedEmail: boolean
+  /** Roles whose holders need a second factor: without one, their tokens serve only its enrolment (MFA_REQUIRED_ROLES). */
+  mfaRequiredRoles: string[]
   /** The name an authenticator app shows beside the account (TOTP_ISSUER). */
   totpIssuer: string
   /** Token checks remembered per instance (0: every request asks the database). */
@@ -495,6 +497,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       generateAdmin: !dbHost && adminEmail === undefined,
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
       requireVerifiedEmail: requireVerifiedEmail(env),
+      mfaRequiredRoles: text(env, 'MFA_REQUIRED_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
       totpIssuer: totpIssuer(env),
       cacheSize: integer(env, 'AUTH_CACHE_SIZE', 10_000, 0, 10_000_000),
       // A copy: a test that changes its configuration in place changes no other's.

@@ -92,6 +92,16 @@ const USER_ID = /^[1-9]\d{0,9}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
 /** Whether the claims are of the forms the service signs; anything else, even validly signed, is refused. */
+/**
+ * What a token of a user who must enrol a second factor still serves: the enrolment, the
+ * profile to read, the logout.
+ */
+function servesEnrolment (request: FastifyRequest): boolean {
+  // A route's: the hook runs on routes only.
+  const url = String(request.routeOptions.url)
+  return url.startsWith('/api/profile/mfa') || url === '/api/logout' || (url === '/api/profile' && request.method === 'GET')
+}
+
 function wellFormed (claims: TokenClaims): boolean {
   return typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= MAX_ID &&
     typeof claims.jti === 'string' && UUID.test(claims.jti) &&
@@ -139,6 +149,13 @@ export default fp(async (fastify) => {
    * An API key's caller: found in the caller cache under its digest, or in the database. A key
    * that expires while cached is refused by the cache's entry itself.
    */
+  // MFA_REQUIRED_ROLES, as role names are matched: whatever their case.
+  const factorRoles = new Set(fastify.config.auth.mfaRequiredRoles.map(role => role.toLowerCase()))
+  /** A caller holding a role that requires a second factor, without one. */
+  const needsFactor = (found: { mfa: boolean, roles: Array<{ name: string }> }) =>
+    factorRoles.size > 0 && !found.mfa && found.roles.some(role => factorRoles.has(role.name.toLowerCase()))
+  const enrolmentRequired = () => new CodedError('mfa_enrolment_required', 'A role of this account requires a second factor: enrol an authenticator app first (POST /api/profile/mfa/totp)')
+
   async function authenticateKey (request: FastifyRequest, reply: FastifyReply, secret: string) {
     const cache = fastify.callerCache
     const cacheKey = `key:${apiKeyHash(secret)}`
@@ -154,7 +171,8 @@ export default fp(async (fastify) => {
         keyExpiresAt: key.expires_at,
         permissions: new Set(key.permissions),
         policy: userPolicy(fastify.rateLimits.policy, key.roles),
-        keyPolicy: keyPolicy(key)
+        keyPolicy: keyPolicy(key),
+        enrolmentOnly: needsFactor(key)
       }
       cache.set(cacheKey, caller, version)
     } else if ((caller.keyExpiresAt ?? Infinity) * 1000 <= Date.now()) {
@@ -171,6 +189,8 @@ export default fp(async (fastify) => {
       policy: caller.policy,
       keyPolicy: caller.keyPolicy
     }
+    // A key cannot enrol a factor: it serves nothing until its owner has one.
+    if (caller.enrolmentOnly) throw enrolmentRequired()
   }
 
   fastify.decorate('authenticate', async (request: FastifyRequest, reply: FastifyReply) => {
@@ -196,7 +216,7 @@ export default fp(async (fastify) => {
       const version = cache.version
       const found = await queries.tokenCaller(id, claims.gen, claims.jti, claims.sid)
       if (found === undefined) throw unauthorized(reply, 'The token is no longer valid')
-      caller = { userId: id, sessionId: claims.sid, permissions: new Set(found.permissions), policy: userPolicy(fastify.rateLimits.policy, found.roles) }
+      caller = { userId: id, sessionId: claims.sid, permissions: new Set(found.permissions), policy: userPolicy(fastify.rateLimits.policy, found.roles), enrolmentOnly: needsFactor(found) }
       cache.set(claims.jti, caller, version)
     }
     if (claims.sid !== undefined) {
@@ -204,6 +224,7 @@ export default fp(async (fastify) => {
     }
 
     request.user = { id, jti: claims.jti, sessionId: claims.sid, keyId: undefined, exp: claims.exp, permissions: caller.permissions, policy: caller.policy, keyPolicy: undefined }
+    if (caller.enrolmentOnly && !servesEnrolment(request)) throw enrolmentRequired()
   })
 
   fastify.decorate('refuseKeys', async (request: FastifyRequest) => {

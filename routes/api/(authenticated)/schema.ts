@@ -61,8 +61,8 @@ export const accountSchemas = {
     tags: [rolesTag.name],
     operationId: 'permissions.index',
     summary: 'List the permissions',
-    description: 'Every permission a role can hold, for any caller with a valid token.',
-    response: { 200: Envelope(Type.Array(Type.Ref(NamedRef)), { description: 'Every permission' }), ...errorResponses(401) }
+    description: 'Every permission a role can hold, for any caller with a valid token (403 `mfa_enrolment_required` for an account whose role requires a second factor it lacks).',
+    response: { 200: Envelope(Type.Array(Type.Ref(NamedRef)), { description: 'Every permission' }), ...errorResponses(401, 403) }
   }
 }
 

@@ -38,7 +38,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
   const sessions = sessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth)
   const credentials = credentialQueries(fastify.database)
   const roleRepository = rolesRepository(fastify.database, fastify.callerCache)
-  const factors = mfaRepository(fastify.database)
+  const factors = mfaRepository(fastify.database, fastify.callerCache)
   const successors = refreshSecret(fastify.config.auth.jwtSecret)
   // A user registering: created only. Its answer is the new session's tokens, not the user,
   // and carries no ETag (the user's is GET /api/users/:id's).

@@ -1,7 +1,7 @@
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { generateSync } from 'otplib'
-import { build } from '../../helper.js'
+import { build, buildApp, createDatabase, testConfig, within } from '../../helper.js'
 import { bearer, PASSWORD, userWithRoles } from './accounts.js'
 
 /** The authenticator app's code `offsetSeconds` from now. */
@@ -228,4 +228,41 @@ t.test('an API key cannot see nor change second factors', async t => {
   t.equal(read.statusCode, 403)
   t.equal(read.json().code, 'access_token_required')
   t.equal((await app.inject({ method: 'POST', url: '/api/profile/mfa/totp', headers, payload: { current_password: PASSWORD } })).statusCode, 403)
+})
+
+t.test('MFA_REQUIRED_ROLES: a holder without a factor gets tokens that serve only its enrolment, on every instance, and keys that serve nothing', async t => {
+  const db = await createDatabase(t, { migrated: true })
+  const open = await buildApp(t, testConfig(db))
+  // Named in another case than the role's: role names match whatever their case.
+  const strict = await buildApp(t, testConfig(db, config => { config.auth.mfaRequiredRoles = ['admin'] }))
+  const other = await buildApp(t, testConfig(db, config => { config.auth.mfaRequiredRoles = ['admin'] }))
+  const admin = await userWithRoles(open, ['Admin'])
+  const key = await post(open, '/api/keys', { name: 'export', permissions: ['client-list'], current_password: PASSWORD }, admin.token)
+  t.equal(key.statusCode, 201)
+  const byKey = bearer(key.json().secret)
+  const plain = await userWithRoles(strict, [])
+  t.equal((await strict.inject({ url: '/api/sessions', headers: bearer(plain.token) })).statusCode, 200, 'a user without the role is as before')
+
+  const clients = (app: FastifyInstance, headers: Record<string, string>) => app.inject({ url: '/api/clients', headers })
+  const refused = await clients(strict, bearer(admin.token))
+  t.equal(refused.statusCode, 403)
+  t.equal(refused.json().code, 'mfa_enrolment_required')
+  t.equal((await clients(other, bearer(admin.token))).statusCode, 403, 'the other instance caches the refusal')
+  t.equal((await clients(strict, byKey)).json().code, 'mfa_enrolment_required', 'the key serves nothing')
+  t.equal((await strict.inject({ method: 'POST', url: '/api/keys', headers: bearer(admin.token), payload: { name: 'k', permissions: [], current_password: PASSWORD } })).statusCode, 403)
+  t.equal((await strict.inject({ url: '/api/profile', headers: bearer(admin.token) })).statusCode, 200, 'the profile still reads')
+  t.equal((await clients(open, bearer(admin.token))).statusCode, 200, 'an instance without the setting serves it')
+
+  const started = await post(strict, '/api/profile/mfa/totp', { current_password: PASSWORD }, admin.token)
+  t.equal(started.statusCode, 200)
+  const confirmed = await post(strict, '/api/profile/mfa/totp/confirm', { code: codeOf(started.json().data.secret) }, admin.token)
+  t.equal(confirmed.statusCode, 200)
+  t.equal((await clients(strict, bearer(admin.token))).statusCode, 200, 'the same token serves everything once the factor is on')
+  t.equal((await clients(strict, byKey)).statusCode, 200, 'and so does the key')
+  t.ok(await within(2_000, async () => (await clients(other, bearer(admin.token))).statusCode === 200), 'the other instance hears of the factor')
+
+  const off = await strict.inject({ method: 'DELETE', url: '/api/profile/mfa/totp', headers: bearer(admin.token), payload: { current_password: PASSWORD } })
+  t.equal(off.statusCode, 200)
+  t.equal((await clients(strict, bearer(admin.token))).json().code, 'mfa_enrolment_required', 'a factor turned off brings the restriction back')
+  t.ok(await within(2_000, async () => (await clients(other, bearer(admin.token))).statusCode === 403), 'on the other instance too')
 })

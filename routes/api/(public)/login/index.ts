@@ -19,7 +19,7 @@ type Outcome = { started: StartedSession } | { refused: 'token' | 'code' }
  * session starts, together or not at all; a wrong code is counted against the challenge.
  */
 const login: FastifyPluginAsyncTypebox = async (fastify) => {
-  const factors = mfaRepository(fastify.database)
+  const factors = mfaRepository(fastify.database, fastify.callerCache)
   const credentials = credentialQueries(fastify.database)
   const sessions = sessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth)
 

@@ -21,7 +21,7 @@ const notEnrolled = (what: string) => new CodedError('mfa_not_enrolled', what)
  * factor off nor read new recovery codes. Never with an API key.
  */
 const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
-  const factors = mfaRepository(fastify.database)
+  const factors = mfaRepository(fastify.database, fastify.callerCache)
   const credentials = credentialQueries(fastify.database)
   // Audited as the caller's user changing (never the secret nor a code).
   const event = (request: FastifyRequest, action: Change['action']): Change => ({ action, resource: 'user', id: request.user.id, after: { factor: 'totp' } })

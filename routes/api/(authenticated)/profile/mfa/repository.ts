@@ -1,4 +1,5 @@
 import type { Knex } from 'knex'
+import type { CallerCache } from '../../../../../lib/auth/caller-cache.js'
 import type { Database } from '../../../../../lib/db/prepared-query.js'
 import { oncePerDatabase } from '../../../../../lib/db/once-per-database.js'
 import { mailedTokenHash, newMailedToken } from '../../../../../lib/auth/mailed-tokens.js'
@@ -20,9 +21,11 @@ export type CodeCheck = 'accepted' | 'wrong' | 'none'
 /**
  * A user's second factors (the TOTP factor and its recovery codes) and the logins that wait
  * for one (migration 20261213000000_totp_factors.ts). Every write takes the caller's
- * transaction: the routes audit it in the same one.
+ * transaction: the routes audit it in the same one. A factor confirmed or ended changes what
+ * the user's tokens serve (MFA_REQUIRED_ROLES): this instance's cached callers of the user go at
+ * commit, the others' with the database's notification.
  */
-function createMfaRepository (database: Database) {
+function createMfaRepository (database: Database, cache: CallerCache) {
   const { knex } = database
   const live = (db: Knex) => db('mfa_challenges').where('expires_at', '>', db.fn.now())
 
@@ -59,6 +62,7 @@ function createMfaRepository (database: Database) {
       const step = acceptedStep(factor.secret, code, null)
       if (step === undefined) return 'wrong'
       await trx('totp_factors').where({ user_id: userId }).update({ confirmed_at: trx.fn.now(), last_step: step })
+      cache.afterCommit(trx, callers => callers.forgetUser(userId))
       return 'accepted'
     },
 
@@ -67,6 +71,7 @@ function createMfaRepository (database: Database) {
       const removed = await trx('totp_factors').where({ user_id: userId }).delete()
       await trx('recovery_codes').where({ user_id: userId }).delete()
       await trx('mfa_challenges').where({ user_id: userId }).delete()
+      cache.afterCommit(trx, callers => callers.forgetUser(userId))
       return removed > 0
     },
 

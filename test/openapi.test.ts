@@ -34,9 +34,9 @@ t.test('every route is in the document, named, described, with its responses', a
     for (const status of statuses.filter(s => Number(s) >= 400)) {
       t.same(operation.responses[status].content['application/json'].schema, { $ref: '#/components/schemas/ErrorBody' }, `${label} ${status}: the error body`)
     }
-    const guarded = path.startsWith('/api/') && !path.startsWith('/api/v1/') && !['/api/login', '/api/login/mfa', '/api/register', '/api/token/refresh', '/api/password/forgot', '/api/password/reset', '/api/email/verify', '/api/email/resend'].includes(path)
+    const guarded = path.startsWith('/api/') && !path.startsWith('/api/v1/') && !['/api/login', '/api/login/mfa', '/api/login/passkey/options', '/api/login/passkey', '/api/register', '/api/token/refresh', '/api/password/forgot', '/api/password/reset', '/api/email/verify', '/api/email/resend'].includes(path)
     // Keys, sessions, the logout, changes of the profile and its second factors: an access token's only.
-    const tokenOnly = /^\/api\/(keys|sessions|profile\/mfa)(\/|$)/.test(path) || path === '/api/logout' || (path === '/api/profile' && method === 'patch')
+    const tokenOnly = /^\/api\/(keys|sessions|profile\/mfa|profile\/passkeys)(\/|$)/.test(path) || path === '/api/logout' || (path === '/api/profile' && method === 'patch')
     t.same(operation.security, !guarded ? [] : tokenOnly ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKey: [] }], `${label}: security`)
     if (guarded && tokenOnly) t.ok(operation.responses['403'], `${label}: 403, for an API key`)
     if (guarded) t.ok(operation.responses['401'], `${label}: 401`)

@@ -5,7 +5,9 @@ import type { Knex } from 'knex'
  * - `totp_factors`: a user's authenticator app (RFC 6238), one a user. Its secret is kept as
  *   is: a code is checked against it, so no hash can stand in for it. `confirmed_at` is null
  *   while the enrolment waits for a first code; `last_step` is the time step of the last code
- *   accepted, so that no code works twice.
+ *   accepted, so that no code works twice; `failures` counts the wrong codes in a row (of a
+ *   login, across its challenges; of an enrolment, its confirmations), and `locked_until` holds
+ *   a login's codes back after too many.
  * - `recovery_codes`: the codes that stand in for a lost device, by their SHA-256 (random, so
  *   no slow hash is needed), each spent once.
  * - `mfa_challenges`: a login whose password matched and that waits for its second factor, by
@@ -22,6 +24,8 @@ export async function up (knex: Knex): Promise<void> {
       secret text not null,
       confirmed_at timestamptz,
       last_step bigint,
+      failures integer not null default 0,
+      locked_until timestamptz,
       created_at timestamptz not null default now()
     );
 

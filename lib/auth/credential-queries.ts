@@ -60,8 +60,12 @@ function createCredentialQueries (database: Database) {
      * deleted meanwhile.
      */
     async lockedPassword (id: number, trx: Knex): Promise<string | undefined> {
-      const row: { password: string } | undefined = await notDeleted(trx).where('u.id', id).forNoKeyUpdate().first('u.password')
-      return row?.password
+      return (await this.lockedCredentials(id, trx))?.password
+    },
+
+    /** As `lockedPassword`, with whether the user's address is verified. */
+    async lockedCredentials (id: number, trx: Knex): Promise<{ password: string, verified: boolean } | undefined> {
+      return await notDeleted(trx).where('u.id', id).forNoKeyUpdate().first('u.password', trx.raw('u.email_verified_at is not null as verified'))
     }
   }
 }

@@ -139,6 +139,13 @@ export interface ImportsConfig {
   timeoutMs: number
 }
 
+export interface PasskeyConfig {
+  /** The site passkeys are made for: a host name. */
+  rpId: string
+  /** The pages' origins that may use them. */
+  origins: string[]
+}
+
 export interface AuthConfig {
   /** HS256 key, at least 32 bytes. */
   jwtSecret: string
@@ -160,7 +167,9 @@ export interface AuthConfig {
   requireVerifiedEmail: boolean
   /** Roles whose holders need a second factor: without one, their tokens serve only its enrolment (MFA_REQUIRED_ROLES). */
   mfaRequiredRoles: string[]
-  /** The name an authenticator app shows beside the account (TOTP_ISSUER). */
+  /** Where passkeys work (WEBAUTHN_RP_ID, WEBAUTHN_ORIGINS). */
+  passkeys: PasskeyConfig
+  /** The name an authenticator app shows beside the account (TOTP_ISSUER), and a passkey's site name. */
   totpIssuer: string
   /** Token checks remembered per instance (0: every request asks the database). */
   cacheSize: number
@@ -415,6 +424,34 @@ export interface MailConfig {
 /** A mail's sender as MAIL_FROM takes it: `name <address>` or an address, on one line, no `"` to quote. */
 const MAILBOX = /^(?:[^<>"\r\n]*<[^<>\s@]+@[^<>\s@]+>|[^<>\s@]+@[^<>\s@]+)$/
 
+/** PUBLIC_URL: where users reach the front end: the mails' links point there, and passkeys are made for it. */
+function publicUrl (env: Env, port: number): string {
+  const url = text(env, 'PUBLIC_URL', `http://localhost:${port}`).replace(/\/+$/, '')
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${url}"`)
+  // The links append their own path and query: a query, a fragment or credentials would break them.
+  const { search, hash, username, password } = new URL(url)
+  if (search !== '' || hash !== '' || username !== '' || password !== '') throw new ConfigError(`PUBLIC_URL must have no query, fragment or credentials: the links add their own, got "${url}"`)
+  return url
+}
+
+/**
+ * Passkeys (WebAuthn): the site they are made for (WEBAUTHN_RP_ID, by default PUBLIC_URL's host
+ * name) and the pages that may use them (WEBAUTHN_ORIGINS, by default PUBLIC_URL's origin), each
+ * on that site: a browser refuses a passkey to any other.
+ */
+function passkeys (env: Env, port: number): PasskeyConfig {
+  const site = new URL(publicUrl(env, port))
+  const rpId = text(env, 'WEBAUTHN_RP_ID', site.hostname).toLowerCase()
+  const origins = text(env, 'WEBAUTHN_ORIGINS', site.origin).split(',').map(origin => origin.trim()).filter(Boolean)
+  for (const origin of origins) {
+    const parsed = URL.canParse(origin) ? new URL(origin) : undefined
+    if (parsed === undefined || parsed.origin !== origin || (parsed.hostname !== rpId && !parsed.hostname.endsWith(`.${rpId}`))) {
+      throw new ConfigError(`WEBAUTHN_ORIGINS must be origins (scheme://host[:port]) on the site WEBAUTHN_RP_ID names (${rpId}), got "${origin}"`)
+    }
+  }
+  return { rpId, origins }
+}
+
 /** Outgoing mail: on with SMTP_URL; PUBLIC_URL is where the links of the mails point. */
 function mail (env: Env, port: number): MailConfig | null {
   // All three read, and checked, whether mail is on or not: a mistake shows at the first start.
@@ -423,12 +460,7 @@ function mail (env: Env, port: number): MailConfig | null {
   if (smtpUrl !== undefined && (!URL.canParse(smtpUrl) || !/^smtps?:$/.test(new URL(smtpUrl).protocol))) throw new ConfigError('SMTP_URL must be an smtp:// or smtps:// URL (smtp://user:password@host:587)')
   const from = text(env, 'MAIL_FROM', 'Student Records <no-reply@localhost>')
   if (!MAILBOX.test(from)) throw new ConfigError(`MAIL_FROM must be an address, alone or after a name in <>: "Student Records <no-reply@example.com>", got "${from}"`)
-  const publicUrl = text(env, 'PUBLIC_URL', `http://localhost:${port}`).replace(/\/+$/, '')
-  if (!URL.canParse(publicUrl) || !/^https?:$/.test(new URL(publicUrl).protocol)) throw new ConfigError(`PUBLIC_URL must be an http or https URL, got "${publicUrl}"`)
-  // The links append their own path and query: a query, a fragment or credentials would break them.
-  const { search, hash, username, password } = new URL(publicUrl)
-  if (search !== '' || hash !== '' || username !== '' || password !== '') throw new ConfigError(`PUBLIC_URL must have no query, fragment or credentials: the links add their own, got "${publicUrl}"`)
-  return smtpUrl === undefined ? null : { smtpUrl, from, publicUrl }
+  return smtpUrl === undefined ? null : { smtpUrl, from, publicUrl: publicUrl(env, port) }
 }
 
 /** TOTP_ISSUER: shown in authenticator apps, and part of the `otpauth://` URI's label, where a colon would split it. */
@@ -498,6 +530,7 @@ export function loadConfig (env: Env = process.env, folder = process.cwd()): Loa
       registerRoles: text(env, 'REGISTER_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
       requireVerifiedEmail: requireVerifiedEmail(env),
       mfaRequiredRoles: text(env, 'MFA_REQUIRED_ROLES', '').split(',').map(role => role.trim()).filter(Boolean),
+      passkeys: passkeys(env, integer(env, 'PORT', 3000, 0, 65535)),
       totpIssuer: totpIssuer(env),
       cacheSize: integer(env, 'AUTH_CACHE_SIZE', 10_000, 0, 10_000_000),
       // A copy: a test that changes its configuration in place changes no other's.

@@ -10,7 +10,7 @@ import { InvalidFields } from '../../lib/http/invalid-fields.js'
 export const MAX_BODY_DEPTH = 32
 
 // Trimming a password would silently change it.
-const UNTRIMMED = new Set(['password', 'c_password'])
+const UNTRIMMED = new Set(['password', 'c_password', 'current_password'])
 
 /**
  * Trims the strings of a parsed body in place; answers what is wrong with it: the path of a

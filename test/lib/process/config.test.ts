@@ -36,6 +36,7 @@ t.test('defaults, with the embedded database; reading them writes nothing', asyn
       registerRoles: [],
       requireVerifiedEmail: false,
       mfaRequiredRoles: [],
+      passkeys: { rpId: 'localhost', origins: ['http://localhost:3000'] },
       totpIssuer: 'Student Records',
       cacheSize: 10_000,
       passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
@@ -134,6 +135,7 @@ t.test('authentication settings', async t => {
     SMTP_URL: 'smtp://mail.example.com',
     REQUIRE_VERIFIED_EMAIL: 'true',
     MFA_REQUIRED_ROLES: 'Admin, Auditor',
+    PUBLIC_URL: 'https://app.example.com/',
     TOTP_ISSUER: ' Acme Records ',
     AUTH_CACHE_SIZE: '0',
     AUTH_RATE_LIMIT_IP: '100',
@@ -153,6 +155,7 @@ t.test('authentication settings', async t => {
     registerRoles: ['User', 'Reader'],
     requireVerifiedEmail: true,
     mfaRequiredRoles: ['Admin', 'Auditor'],
+    passkeys: { rpId: 'app.example.com', origins: ['https://app.example.com'] },
     totpIssuer: 'Acme Records',
     cacheSize: 0,
     passwordHashing: { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 },
@@ -242,6 +245,9 @@ t.test('a bad value stops start-up with a message naming the variable', async t 
     [{ ...withDb, JWT_TTL: '0' }, /^JWT_TTL must be from 1s to 36500d, got "0"$/],
     [{ ...withDb, JWT_TTL: '1 hour' }, /^JWT_TTL must be a duration: a whole number with a unit, ms, s, m, h or d \(250ms, 90s, 15m, 1h, 7d\), or plain seconds, got "1 hour"$/],
     [{ ...withDb, ADMIN_EMAIL: 'a@example.com' }, /^ADMIN_PASSWORD must be set with ADMIN_EMAIL$/],
+    [{ ...withDb, WEBAUTHN_RP_ID: 'example.com', WEBAUTHN_ORIGINS: 'https://app.example.com, https://evil.test' }, /^WEBAUTHN_ORIGINS must be origins \(scheme:\/\/host\[:port\]\) on the site WEBAUTHN_RP_ID names \(example\.com\), got "https:\/\/evil\.test"$/],
+    [{ ...withDb, WEBAUTHN_ORIGINS: 'http://localhost:3000/login' }, /^WEBAUTHN_ORIGINS must be origins/],
+    [{ ...withDb, WEBAUTHN_ORIGINS: 'not a url' }, /^WEBAUTHN_ORIGINS must be origins/],
     [{ ...withDb, TOTP_ISSUER: 'Acme: Records' }, /^TOTP_ISSUER must be 1 to 64 characters without a colon, got "Acme: Records"$/],
     [{ ...withDb, TOTP_ISSUER: 'x'.repeat(65) }, /^TOTP_ISSUER must be 1 to 64 characters without a colon/],
     [{ ...withDb, ADMIN_PASSWORD: 'long enough' }, /^ADMIN_EMAIL must be set with ADMIN_PASSWORD$/],
@@ -378,4 +384,10 @@ t.test('SMTP_URL turns mail on, from MAIL_FROM, its links from PUBLIC_URL', asyn
     t.throws(() => loadConfig({ MAIL_FROM: from }), { name: 'ConfigError', message: /^MAIL_FROM must be an address/ }, JSON.stringify(from))
   }
   t.equal(loadConfig({ SMTP_URL: 'smtp://mail.example.com', MAIL_FROM: 'records@example.com' }).mail?.from, 'records@example.com', 'an address alone')
+})
+
+t.test('passkeys serve the site of PUBLIC_URL unless told another, and its subdomains\' pages', async t => {
+  const { passkeys } = loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, WEBAUTHN_RP_ID: 'Example.com', WEBAUTHN_ORIGINS: 'https://example.com, https://app.example.com:8443' }).auth
+  t.same(passkeys, { rpId: 'example.com', origins: ['https://example.com', 'https://app.example.com:8443'] })
+  t.same(loadConfig({ DB_HOST: 'db', JWT_SECRET: SECRET, PORT: '8080' }).auth.passkeys, { rpId: 'localhost', origins: ['http://localhost:8080'] })
 })

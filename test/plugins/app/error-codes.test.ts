@@ -102,6 +102,11 @@ t.test('every answer of an error carries the code declared for its case', async 
   const { mfa_token: mfaToken } = (await app.inject({ method: 'POST', url: '/api/login', payload: { email: nobody.email, password: PASSWORD } })).json()
   check(await app.inject({ method: 'POST', url: '/api/login/mfa', payload: { mfa_token: mfaToken, recovery_code: 'aaaaa-aaaaa' } }), 'invalid_mfa_code', 'a wrong recovery code')
   check(await app.inject({ method: 'POST', url: '/api/login/mfa', payload: { mfa_token: 'a'.repeat(43), code: '123456' } }), 'invalid_mfa_token', 'a login\'s second step never begun')
+  // Passkeys: a ceremony never begun; a passkey never registered.
+  const signed = { id: 'AAAA', rawId: 'AAAA', type: 'public-key', response: { clientDataJSON: 'AA', authenticatorData: 'AA', signature: 'AA' }, clientExtensionResults: {} }
+  check(await app.inject({ method: 'POST', url: '/api/login/passkey', payload: { passkey_token: 'a'.repeat(43), credential: signed } }), 'invalid_passkey_token', 'a passkey login never begun')
+  const { passkey_token: passkeyToken } = (await app.inject({ method: 'POST', url: '/api/login/passkey/options' })).json()
+  check(await app.inject({ method: 'POST', url: '/api/login/passkey', payload: { passkey_token: passkeyToken, credential: signed } }), 'invalid_passkey', 'a passkey not registered')
   check(await app.inject({ url: '/api/clients', headers: bearer(nobody.token) }), 'permission_denied', 'a permission the caller lacks')
   const strict = await build(t, config => { config.auth.mfaRequiredRoles = ['Admin'] })
   const unenrolled = await userWithRoles(strict, ['Admin'])

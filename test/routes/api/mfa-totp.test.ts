@@ -73,6 +73,15 @@ t.test('enrolling an authenticator app: a secret, its URI and QR code; on only o
   t.equal(noneLeft.json().code, 'mfa_not_enrolled')
 })
 
+t.test('the password asked again is taken as it is, spaces around it included', async t => {
+  const app = await build(t)
+  const password = '  spaced out password  '
+  const registered = await post(app, '/api/register', { name: 'Spacey', email: 'spacey@example.com', password, c_password: password })
+  const token = registered.json().data
+  t.equal((await post(app, '/api/profile/mfa/totp', { current_password: password.trim() }, token)).statusCode, 401, 'the password without its spaces is another')
+  t.equal((await post(app, '/api/profile/mfa/totp', { current_password: password }, token)).statusCode, 200)
+})
+
 t.test('a login of an enrolled user waits for a code; the code starts the session, and works once', async t => {
   const app = await build(t)
   const { email, secret } = await enrolled(app)
@@ -151,6 +160,41 @@ t.test('the fifth wrong code spends the login; an expired one, or one of a passw
   const stale = await challenge(app, email)
   await app.knex('users').where({ id }).update({ password: await app.passwords.hash('another password entirely') })
   t.equal((await post(app, '/api/login/mfa', { mfa_token: stale, code: codeOf(secret, 30) })).json().code, 'invalid_mfa_token')
+})
+
+t.test('ten wrong codes in a row, across logins, hold the app\'s codes back for 15 minutes; a recovery code still works', async t => {
+  const app = await build(t)
+  const { id, email, secret, recoveryCodes } = await enrolled(app)
+  for (let login = 0; login < 2; login++) {
+    const token = await challenge(app, email)
+    for (let i = 0; i < 5; i++) t.equal((await post(app, '/api/login/mfa', { mfa_token: token, code: codeOf(secret, 600) })).json().code, 'invalid_mfa_code')
+  }
+  const token = await challenge(app, email)
+  const locked = await post(app, '/api/login/mfa', { mfa_token: token, code: codeOf(secret, 30) })
+  t.equal(locked.statusCode, 429, 'the right code waits too')
+  t.equal(locked.json().code, 'rate_limited')
+  t.ok(Number(locked.headers['retry-after']) > 890 && Number(locked.headers['retry-after']) <= 900, `Retry-After ${locked.headers['retry-after']}`)
+  const recovered = await post(app, '/api/login/mfa', { mfa_token: token, recovery_code: recoveryCodes[0] })
+  t.equal(recovered.statusCode, 200, 'the refusal did not spend the login: a recovery code completes it')
+
+  await app.knex('totp_factors').where({ user_id: id }).update({ locked_until: app.knex.raw('now()') })
+  const done = await post(app, '/api/login/mfa', { mfa_token: await challenge(app, email), code: codeOf(secret, 30) })
+  t.equal(done.statusCode, 200, 'once the lock is over, the code works')
+  t.match(await app.knex('totp_factors').where({ user_id: id }).first('failures'), { failures: 0 }, 'and the count starts again')
+})
+
+t.test('the fifth wrong code of a confirmation ends the enrolment', async t => {
+  const app = await build(t)
+  const { token } = await userWithRoles(app, [])
+  const { secret } = (await post(app, '/api/profile/mfa/totp', { current_password: PASSWORD }, token)).json().data
+  for (let i = 0; i < 5; i++) {
+    const wrong = await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(secret, 600) }, token)
+    t.equal(wrong.json().code, 'invalid_body')
+  }
+  const late = await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(secret) }, token)
+  t.equal(late.statusCode, 409)
+  t.equal(late.json().code, 'mfa_not_enrolled')
+  t.match(await status(app, token), { totp: { enabled: false, pending: false } })
 })
 
 t.test('a body with neither or both of code and recovery_code is 400; a token never issued is 401', async t => {

@@ -6,7 +6,7 @@ import { newTotpSecret, totpEnrolment } from '../../../../../lib/auth/totp.js'
 import { CodedError } from '../../../../../lib/http/error-codes.js'
 import { InvalidFields } from '../../../../../lib/http/invalid-fields.js'
 import type { Change } from '../../../../../plugins/app/audit.js'
-import { mfaRepository } from './repository.js'
+import { ENROLMENT_FAILURES, mfaRepository, type CodeCheck } from './repository.js'
 import { mfaSchemas } from './schema.js'
 
 /** Bodies of a password or a code: small. */
@@ -63,12 +63,14 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   // Counted per client IP: a million codes are not to be tried with a token.
   fastify.post('/totp/confirm', { schema: mfaSchemas.confirmTotp, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('mfa-confirm') }, async (request) => {
     const { id } = request.user
-    const codes = await request.recordEvents(async trx => {
+    // A wrong code is counted in the transaction, which commits: the refusal comes after it.
+    const { check, codes } = await request.recordEvents<{ check: CodeCheck, codes: string[] }>(async trx => {
       const check = await factors.confirmTotp(id, request.body.code, trx)
-      if (check === 'none') throw notEnrolled('No enrolment of an authenticator app is under way: start one (POST /api/profile/mfa/totp)')
-      if (check === 'wrong') throw new InvalidFields({ code: ['does not match the authenticator app\'s code of now: check the device\'s clock, or start again'] })
-      return { result: await factors.replaceRecoveryCodes(id, trx), events: [event(request, 'mfa-enable')] }
+      if (check !== 'accepted') return { result: { check, codes: [] }, events: [] }
+      return { result: { check, codes: await factors.replaceRecoveryCodes(id, trx) }, events: [event(request, 'mfa-enable')] }
     })
+    if (check === 'none') throw notEnrolled('No enrolment of an authenticator app is under way: start one (POST /api/profile/mfa/totp)')
+    if (check === 'wrong') throw new InvalidFields({ code: [`does not match the authenticator app's code of now (check the device's clock); the ${ENROLMENT_FAILURES}th wrong code ends the enrolment`] })
     return { success: true as const, data: { recovery_codes: codes }, message: 'The authenticator app is on: logins ask for its code. Keep the recovery codes somewhere safe: they are not shown again' }
   })
 

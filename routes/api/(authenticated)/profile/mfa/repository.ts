@@ -12,11 +12,24 @@ export const MFA_CHALLENGE_TTL_SECONDS = 300
 /** Wrong codes a login's challenge takes before it is spent: log in again. */
 export const MFA_CHALLENGE_FAILURES = 5
 
+/**
+ * Wrong codes in a row, across a user's logins, after which codes are refused for
+ * MFA_LOCK_SECONDS: whoever has the password tries 10 codes a quarter of an hour, not 50 a minute.
+ */
+export const MFA_LOCK_FAILURES = 10
+export const MFA_LOCK_SECONDS = 900
+
+/** Wrong codes an enrolment takes before it ends: start again, with the password. */
+export const ENROLMENT_FAILURES = 5
+
 /** A login waiting for its second factor: whose, and the password hash it matched. */
 export interface Challenge { user_id: number, password_hash: string }
 
 /** What checking a code against a factor came to. */
 export type CodeCheck = 'accepted' | 'wrong' | 'none'
+
+/** What checking a login's code came to: `locked` for the seconds left of a lock. */
+export type LoginCodeCheck = { check: CodeCheck } | { check: 'locked', retryAfter: number }
 
 /**
  * A user's second factors (the TOTP factor and its recovery codes) and the logins that wait
@@ -55,13 +68,20 @@ function createMfaRepository (database: Database, cache: CallerCache) {
       return rows.rows.length > 0
     },
 
-    /** Confirms the factor waiting for its first code, if `code` is its code of now. */
+    /**
+     * Confirms the factor waiting for its first code, if `code` is its code of now. A wrong one
+     * is counted; the ENROLMENT_FAILURES-th ends the enrolment.
+     */
     async confirmTotp (userId: number, code: string, trx: Knex): Promise<CodeCheck> {
-      const factor = await trx('totp_factors').where({ user_id: userId }).whereNull('confirmed_at').forUpdate().first<{ secret: string } | undefined>('secret')
+      const factor = await trx('totp_factors').where({ user_id: userId }).whereNull('confirmed_at').forUpdate().first<{ secret: string, failures: number } | undefined>('secret', 'failures')
       if (factor === undefined) return 'none'
       const step = acceptedStep(factor.secret, code, null)
-      if (step === undefined) return 'wrong'
-      await trx('totp_factors').where({ user_id: userId }).update({ confirmed_at: trx.fn.now(), last_step: step })
+      if (step === undefined) {
+        const pending = trx('totp_factors').where({ user_id: userId })
+        await (factor.failures + 1 >= ENROLMENT_FAILURES ? pending.delete() : pending.increment('failures', 1))
+        return 'wrong'
+      }
+      await trx('totp_factors').where({ user_id: userId }).update({ confirmed_at: trx.fn.now(), last_step: step, failures: 0 })
       cache.afterCommit(trx, callers => callers.forgetUser(userId))
       return 'accepted'
     },
@@ -90,24 +110,33 @@ function createMfaRepository (database: Database, cache: CallerCache) {
 
     /**
      * Accepts `code` as the user's factor's, once: its time step is kept, and no code of that
-     * step or before works again.
+     * step or before works again. A wrong one is counted; the MFA_LOCK_FAILURES-th in a row locks
+     * the factor's codes for MFA_LOCK_SECONDS.
      */
-    async checkTotp (userId: number, code: string, trx: Knex): Promise<CodeCheck> {
+    async checkTotp (userId: number, code: string, trx: Knex): Promise<LoginCodeCheck> {
       const factor = await trx('totp_factors').where({ user_id: userId }).whereNotNull('confirmed_at').forUpdate()
-        .first<{ secret: string, last_step: string } | undefined>('secret', 'last_step')
+        .first<{ secret: string, last_step: string, locked: number | null } | undefined>('secret', 'last_step', trx.raw('ceil(extract(epoch from locked_until - now()))::int as locked'))
       /* c8 ignore next -- a factor turned off ends the logins waiting for it, in its transaction */
-      if (factor === undefined) return 'none'
+      if (factor === undefined) return { check: 'none' }
+      if (factor.locked !== null && factor.locked > 0) return { check: 'locked', retryAfter: factor.locked }
       // Set by the confirmation: a confirmed factor has taken a code.
       const step = acceptedStep(factor.secret, code, Number(factor.last_step))
-      if (step === undefined) return 'wrong'
-      await trx('totp_factors').where({ user_id: userId }).update({ last_step: step })
-      return 'accepted'
+      if (step === undefined) {
+        await trx.raw(`
+          update totp_factors set
+            failures = case when failures + 1 >= ? then 0 else failures + 1 end,
+            locked_until = case when failures + 1 >= ? then now() + make_interval(secs => ?) else locked_until end
+          where user_id = ?`, [MFA_LOCK_FAILURES, MFA_LOCK_FAILURES, MFA_LOCK_SECONDS, userId])
+        return { check: 'wrong' }
+      }
+      await trx('totp_factors').where({ user_id: userId }).update({ last_step: step, failures: 0 })
+      return { check: 'accepted' }
     },
 
-    /** Spends one of the user's recovery codes. */
-    async useRecoveryCode (userId: number, code: string, trx: Knex): Promise<CodeCheck> {
+    /** Spends one of the user's recovery codes (49 random bits: a lock of the app's codes does not hold them back). */
+    async useRecoveryCode (userId: number, code: string, trx: Knex): Promise<LoginCodeCheck> {
       const used = await trx('recovery_codes').where({ user_id: userId, code_hash: recoveryCodeHash(code) }).whereNull('used_at').update({ used_at: trx.fn.now() })
-      return used > 0 ? 'accepted' : 'wrong'
+      return { check: used > 0 ? 'accepted' : 'wrong' }
     },
 
     /**

@@ -56,7 +56,7 @@ export const mfaSchemas = {
     operationId: 'mfa.confirmTotp',
     summary: 'Confirm the authenticator app with its first code',
     description: 'Turns the factor on with a code of the app (of now, or 30 s either side), and answers 10 recovery codes, each good once for a login without the app: shown this once only. ' +
-      'From then on a login answers `mfa_required` and waits for a code (POST /api/login/mfa). A code that does not match is 400 `invalid_body`; no enrolment under way is 409 `mfa_not_enrolled`. ' +
+      'From then on a login answers `mfa_required` and waits for a code (POST /api/login/mfa). A code that does not match is 400 `invalid_body`, and the fifth ends the enrolment; no enrolment under way is 409 `mfa_not_enrolled`. ' +
       'Rate limited per client IP (429 with Retry-After). Not with an API key.',
     body: Type.Object({
       code: Type.String({ pattern: TOTP_CODE_PATTERN, writeOnly: true, description: 'The 6 digits the app shows' })

@@ -28,8 +28,8 @@ export interface TokenCaller {
 const ROLE_POLICIES = `(select coalesce(json_agg(json_build_object('name', r.name, 'rate_limit', r.rate_limit, 'rate_quota', r.rate_quota) order by r.id), '[]')
       from user_roles ur join roles r on r.id = ur.role_id where ur.user_id = u.id) as roles`
 
-/** Whether the user `u.id` has a confirmed second factor. */
-const HAS_FACTOR = 'exists (select from totp_factors f where f.user_id = u.id and f.confirmed_at is not null) as mfa'
+/** Whether the user `u.id` has a confirmed authenticator app, as `mfa`: what MFA_REQUIRED_ROLES asks, and what a login waits for. */
+export const HAS_FACTOR = 'exists (select from totp_factors f where f.user_id = u.id and f.confirmed_at is not null) as mfa'
 
 /** The policies of the roles of user `userId`, as a token's check reads them, in `db` (a transaction sees its own writes). */
 export async function rolePolicies (db: Knex, userId: number): Promise<RolePolicy[]> {

@@ -3,6 +3,7 @@ import { oncePerDatabase } from '../db/once-per-database.js'
 import { prepare, type Database } from '../db/prepared-query.js'
 import { countAttempt, type Attempt, type AttemptCount } from './attempt-counts.js'
 import { emailKey } from './email.js'
+import { HAS_FACTOR } from './caller-queries.js'
 
 /**
  * What a password check needs of a user: who they are, their password's hash, whether their
@@ -22,7 +23,7 @@ function createCredentialQueries (database: Database) {
   const notDeleted = (trx: Knex) => trx('users as u').whereNull('u.deleted_at')
   // By the address's key (lib/auth/email.ts).
   const credentialsOf = (key: string) => notDeleted(knex).select('u.id', 'u.password', knex.raw('u.email_verified_at is not null as verified'),
-    knex.raw('exists (select from totp_factors f where f.user_id = u.id and f.confirmed_at is not null) as mfa')).where('u.email_key', key)
+    knex.raw(HAS_FACTOR)).where('u.email_key', key)
 
   const credentials = prepare<[key: string], Credentials>(database, 'users.credentials', key => credentialsOf(key).first())
   const countedCredentials = prepare<[windowSeconds: number, ipKey: string, emailCounter: string | null, key: string], CountedCredentials>(

@@ -91,7 +91,6 @@ const KEY_BEARER = new RegExp(`^Bearer +(${API_KEY_PATTERN}) *$`, 'i')
 const USER_ID = /^[1-9]\d{0,9}$/
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
-/** Whether the claims are of the forms the service signs; anything else, even validly signed, is refused. */
 /**
  * What a token of a user who must enrol a second factor still serves: the enrolment, the
  * profile to read, the logout.
@@ -102,6 +101,7 @@ function servesEnrolment (request: FastifyRequest): boolean {
   return url.startsWith('/api/profile/mfa') || url === '/api/logout' || (url === '/api/profile' && request.method === 'GET')
 }
 
+/** Whether the claims are of the forms the service signs; anything else, even validly signed, is refused. */
 function wellFormed (claims: TokenClaims): boolean {
   return typeof claims.sub === 'string' && USER_ID.test(claims.sub) && Number(claims.sub) <= MAX_ID &&
     typeof claims.jti === 'string' && UUID.test(claims.jti) &&
@@ -145,10 +145,6 @@ export default fp(async (fastify) => {
     return { data: token, refresh_token: refreshToken, expires_in: Math.max(1, lifetime), token_type: 'Bearer' }
   })
 
-  /**
-   * An API key's caller: found in the caller cache under its digest, or in the database. A key
-   * that expires while cached is refused by the cache's entry itself.
-   */
   // MFA_REQUIRED_ROLES, as role names are matched: whatever their case.
   const factorRoles = new Set(fastify.config.auth.mfaRequiredRoles.map(role => role.toLowerCase()))
   /** A caller holding a role that requires a second factor, without one. */
@@ -156,6 +152,10 @@ export default fp(async (fastify) => {
     factorRoles.size > 0 && !found.mfa && found.roles.some(role => factorRoles.has(role.name.toLowerCase()))
   const enrolmentRequired = () => new CodedError('mfa_enrolment_required', 'A role of this account requires a second factor: enrol an authenticator app first (POST /api/profile/mfa/totp)')
 
+  /**
+   * An API key's caller: found in the caller cache under its digest, or in the database. A key
+   * that expires while cached is refused by the cache's entry itself.
+   */
   async function authenticateKey (request: FastifyRequest, reply: FastifyReply, secret: string) {
     const cache = fastify.callerCache
     const cacheKey = `key:${apiKeyHash(secret)}`

@@ -7,7 +7,7 @@ import { CodedError } from '../../../lib/http/error-codes.js'
 import { accessTokenId, REFRESH_TOKEN, refreshSecret, successorOf } from '../../../lib/auth/refresh-tokens.js'
 import { credentialQueries } from '../../../lib/auth/credential-queries.js'
 import { rolesRepository } from '../(authenticated)/roles/repository.js'
-import { sessionsRepository, type StartedSession } from '../(authenticated)/sessions/repository.js'
+import { sessionClient, sessionsRepository, type StartedSession } from '../(authenticated)/sessions/repository.js'
 import { usersRepository } from '../(authenticated)/users/repository.js'
 import type { VerificationMail } from '../../../plugins/app/address-verification.js'
 import { mfaRepository, MFA_CHALLENGE_TTL_SECONDS } from '../(authenticated)/profile/mfa/repository.js'
@@ -18,9 +18,6 @@ import { authSchemas, authTag, MfaChallenge } from './schema.js'
  * (about 5 KiB); the limit leaves anonymous callers no room for more.
  */
 const BODY_LIMIT = 8 * 1024
-
-/** Where a session was started from, as the caller's list of sessions shows it. */
-const client = (request: FastifyRequest) => ({ userAgent: request.headers['user-agent'], ip: request.ip })
 
 /** What a refresh token that gets no new pair is, as its 401 says. */
 const REFUSED = {
@@ -89,7 +86,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
     const started = await request.recordStatementEvents([
       { action: 'login', resource: 'session', idColumn: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
       { action: 'end', resource: 'session', idColumn: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }
-    ], { userId: id, sessionColumn: 'id' }, cteWrites => sessions.start(fastify.knex, id, verified, client(request), cteWrites))
+    ], { userId: id, sessionColumn: 'id' }, cteWrites => sessions.start(fastify.knex, id, verified, sessionClient(request), cteWrites))
     if (started === undefined) throw await refused()
     return { success: true as const, ...fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt) }
   })
@@ -110,7 +107,7 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       userId = user.id
       mail = await fastify.addressVerification.issue(trx, user.id, user.email, false)
       // The user made in this transaction: their session starts.
-      if (startSession) started = (await sessions.start(trx, user.id, passwordHash, client(request)))!
+      if (startSession) started = (await sessions.start(trx, user.id, passwordHash, sessionClient(request)))!
       return user
     }, user => {
       const location = `/api/users/${user.id}`

@@ -195,6 +195,13 @@ t.test('the fifth wrong code of a confirmation ends the enrolment', async t => {
   t.equal(late.statusCode, 409)
   t.equal(late.json().code, 'mfa_not_enrolled')
   t.match(await status(app, token), { totp: { enabled: false, pending: false } })
+
+  // Started again: four wrong codes, a restart, and the count starts over.
+  const first = (await post(app, '/api/profile/mfa/totp', { current_password: PASSWORD }, token)).json().data.secret
+  for (let i = 0; i < 4; i++) await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(first, 600) }, token)
+  const again = (await post(app, '/api/profile/mfa/totp', { current_password: PASSWORD }, token)).json().data.secret
+  t.equal((await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(again, 600) }, token)).statusCode, 400)
+  t.equal((await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(again) }, token)).statusCode, 200, 'a new enrolment\'s count is its own')
 })
 
 t.test('a body with neither or both of code and recovery_code is 400; a token never issued is 401', async t => {

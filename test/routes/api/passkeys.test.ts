@@ -147,5 +147,7 @@ t.test('an answer from a page of another origin is refused', { skip }, async t =
   const registered = await ceremony(page, api, 'register', user.token, PASSWORD)
   t.equal(registered.done.status, 400)
   t.match(registered.done.body, { code: 'invalid_body', data: { credential: [String] } })
+  const retried = await app.inject({ method: 'POST', url: '/api/profile/passkeys', headers: bearer(user.token), payload: { passkey_token: registered.options.body.passkey_token, name: 'Again', credential: registered.credential } })
+  t.equal(retried.json().code, 'invalid_passkey_token', 'the refused answer spent its challenge')
   t.equal((await app.knex('passkeys').count<[{ count: string }]>('* as count'))[0].count, '0', 'nothing kept')
 })

@@ -17,6 +17,8 @@ t.test('a forgotten password: a mail with a link, a reset with its token, every 
   const user = await userWithRoles(app, ['Admin'])
   const key = await app.inject({ method: 'POST', url: '/api/keys', headers: bearer(user.token), payload: { name: 'sync', permissions: ['client-list'], current_password: PASSWORD } })
   const secret = key.json<{ secret: string }>().secret
+  // A passkey of the user's (its registration in a browser: test/routes/api/passkeys.test.ts).
+  await app.knex('passkeys').insert({ user_id: user.id, credential_id: 'cred-1', public_key: Buffer.from('key'), name: 'Laptop' })
 
   const asked = await forgot(app, user.email.toUpperCase())
   t.equal(asked.statusCode, 202)
@@ -38,15 +40,17 @@ t.test('a forgotten password: a mail with a link, a reset with its token, every 
 
   t.match((await app.inject({ url: '/api/profile', headers: bearer(user.token) })).json(), { statusCode: 401 }, 'the old session has ended')
   t.match((await app.inject({ url: '/api/clients', headers: bearer(secret) })).json(), { statusCode: 401 }, 'the API key too')
+  t.same(await app.knex('passkeys').where({ user_id: user.id }).select('id'), [], 'and the passkeys: a way in without the password')
   t.match((await app.inject({ method: 'POST', url: '/api/login', payload: { email: user.email, password: PASSWORD } })).json(), { statusCode: 401 }, 'the old password no more')
   const fresh = await login(app, user.email, NEW_PASSWORD)
 
   const audit = (await app.inject({ url: '/api/audit?sort=id', headers: bearer(fresh) })).json<{ data: Array<Record<string, unknown>> }>().data
-  const entries = audit.filter(entry => ['reset-request', 'reset-password'].includes(entry.action as string) || (entry.action === 'revoke' && entry.resource === 'key'))
+  const entries = audit.filter(entry => ['reset-request', 'reset-password', 'passkey-remove'].includes(entry.action as string) || (entry.action === 'revoke' && entry.resource === 'key'))
   t.match(entries, [
     { action: 'reset-request', resource: 'user', resource_id: user.id, actor_id: null },
     // Written in the reset's transaction as it revokes them, before the reset's own.
     { action: 'revoke', resource: 'key', actor_id: user.id },
+    { action: 'passkey-remove', resource: 'passkey', actor_id: user.id, before: { user_id: user.id, name: 'Laptop' } },
     { action: 'reset-password', resource: 'user', resource_id: user.id, actor_id: user.id, before: { password: '[redacted]' }, after: { password: '[redacted]' } }
   ])
   t.notOk(JSON.stringify(audit).includes(token), 'no entry holds the token')

@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger } from 'fastify'
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../../../lib/auth/caller-cache.js'
 import { countAttempt, type AttemptCount } from '../../../../lib/auth/attempt-counts.js'
@@ -13,6 +13,9 @@ export type SessionRecord = Omit<Session, 'current'>
 
 /** A session a statement ended, and whose it was. */
 export type EndedSession = SessionRecord & { user_id: number }
+
+/** Where a session is started from, as the user's list of sessions shows it. */
+export const sessionClient = (request: FastifyRequest) => ({ userAgent: request.headers['user-agent'], ip: request.ip })
 
 /** A session a login or a registration started: its first refresh token, and the sessions it ended past the cap. */
 export interface StartedSession {

@@ -5,7 +5,7 @@ import { CodedError } from '../../../../lib/http/error-codes.js'
 import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import type { Change } from '../../../../plugins/app/audit.js'
 import { mfaRepository } from '../../(authenticated)/profile/mfa/repository.js'
-import { sessionsRepository, type StartedSession } from '../../(authenticated)/sessions/repository.js'
+import { sessionClient, sessionsRepository, type StartedSession } from '../../(authenticated)/sessions/repository.js'
 import { passkeysRepository } from '../../(authenticated)/profile/passkeys/repository.js'
 import { authenticatedCounter, authenticationOptions } from '../../../../lib/auth/passkeys.js'
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
@@ -36,7 +36,6 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
   const sessions = sessionsRepository(fastify.database, fastify.callerCache, fastify.config.auth)
   const passkeys = passkeysRepository(fastify.database)
   const settings = fastify.config.auth.passkeys
-  const client = (request: FastifyRequest) => ({ userAgent: request.headers['user-agent'], ip: request.ip })
   /** The audit entries of a session started: its login, by `factor`, and the sessions it ended past the cap. */
   const started = (request: FastifyRequest, userId: number, session: StartedSession, factor: string): Change[] => {
     const actor = { id: userId, sessionId: session.session.id }
@@ -76,7 +75,7 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
         return { result: { refused: 'code' }, events: [{ action: 'login-failed', resource: 'session', id: null, after: { user_id: userId, factor }, actor: { id: null } }] }
       }
       await factors.spendChallenge(token, trx)
-      const session = (await sessions.start(trx, userId, password, client(request)))!
+      const session = (await sessions.start(trx, userId, password, sessionClient(request)))!
       return { result: { started: session }, events: started(request, userId, session, factor) }
     })
     if ('locked' in outcome) {
@@ -119,7 +118,7 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
       // Told only to whoever holds the passkey, as a login tells whoever knows the password.
       if (fastify.config.auth.requireVerifiedEmail && !user.verified) return { result: { refused: 'unverified' }, events: [] }
       await passkeys.used(passkey.id, counter, trx)
-      const session = (await sessions.start(trx, owner, user.password, client(request)))!
+      const session = (await sessions.start(trx, owner, user.password, sessionClient(request)))!
       return { result: { started: session }, events: started(request, owner, session, 'passkey') }
     })
     if ('refused' in outcome) {

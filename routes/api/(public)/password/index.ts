@@ -7,6 +7,7 @@ import { mailedTokenHash, newMailedToken, MAILED_TOKEN_BODY_LIMIT, usableToken }
 import { CodedError } from '../../../../lib/http/error-codes.js'
 import { passwordResetMail } from '../../../../lib/mail/link-mail.js'
 import { apiKeysRepository } from '../../(authenticated)/keys/repository.js'
+import { passkeysRepository } from '../../(authenticated)/profile/passkeys/repository.js'
 import { usersRepository } from '../../(authenticated)/users/repository.js'
 import type { User } from '../../(authenticated)/users/schema.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
@@ -28,6 +29,7 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
   const credentials = credentialQueries(fastify.database)
   const users = usersRepository(fastify.database, fastify.callerCache)
   const keys = apiKeysRepository(fastify.database, fastify.callerCache)
+  const passkeys = passkeysRepository(fastify.database)
   // The user a reset changes, under their lock: no tag asked (the token is the proof); audited
   // as `reset-password`, in the change feed as any change of a user.
   const resetUser: RecordKind<User> = { resource: 'user', lock: users.findLocked, tag: false, notFound: invalidToken }
@@ -74,6 +76,10 @@ const password: FastifyPluginAsyncTypebox = async (fastify) => {
       const user = await users.update(spent.user_id, { passwordHash, emailVerified: 'now', recovery: true }, trx)
       await users.endAllSessions(spent.user_id, trx)
       for (const key of await keys.revokeAll(spent.user_id, trx)) await request.audit(trx, { action: 'revoke', resource: 'key', id: key.id, before: key, actor })
+      // A passkey is a way in without the password: whoever held the account may have added one.
+      for (const passkey of await passkeys.removeAll(spent.user_id, trx)) {
+        await request.audit(trx, { action: 'passkey-remove', resource: 'passkey', id: passkey.id, before: { user_id: spent.user_id, name: passkey.name }, actor })
+      }
       return user
     }, { action: 'reset-password', secrets: ['password'], actor: () => actor })
     return { success: true as const, message: 'The password is set; every session and API key of the account has ended: log in again' }

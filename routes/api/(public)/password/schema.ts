@@ -22,7 +22,7 @@ export const passwordSchemas = {
     security: [],
     operationId: 'auth.resetPassword',
     summary: 'Set a new password with a token sent by mail',
-    description: 'Sets the password of the user the token was sent to, spends the token, and ends every session and API key of the user (whoever held the account meanwhile may have made some) and any change of address waiting for its verification: log in again. ' +
+    description: 'Sets the password of the user the token was sent to, spends the token, and ends every session, API key and passkey of the user (whoever held the account meanwhile may have made some) and any change of address waiting for its verification: log in again. An authenticator app stays on: the mail proves the address, not the phone. ' +
       'A token unknown, spent, expired, not the latest one sent, or sent before the password or the address changed is 400 `invalid_reset_token`. Rate limited per client IP (429 with Retry-After). Without `SMTP_URL`: 503 `mail_unavailable`.',
     body: Type.Object({
       token: Type.String({ pattern: MAILED_TOKEN_PATTERN, writeOnly: true, description: 'The token of the mail\'s link' }),

@@ -65,6 +65,9 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
     const { id } = request.user
     // A wrong code is counted in the transaction, which commits: the refusal comes after it.
     const { check, codes } = await request.recordEvents<{ check: CodeCheck, codes: string[] }>(async trx => {
+      // The user's row first, as every change of a user locks it.
+      /* c8 ignore next -- the caller deleted since the token's check */
+      if (await credentials.lockedPassword(id, trx) === undefined) throw new CodedError('invalid_token', 'The token is no longer valid')
       const check = await factors.confirmTotp(id, request.body.code, trx)
       if (check !== 'accepted') return { result: { check, codes: [] }, events: [] }
       return { result: { check, codes: await factors.replaceRecoveryCodes(id, trx) }, events: [event(request, 'mfa-enable')] }

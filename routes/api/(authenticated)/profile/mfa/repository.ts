@@ -62,7 +62,7 @@ function createMfaRepository (database: Database, cache: CallerCache) {
     async startTotp (userId: number, secret: string, trx: Knex): Promise<boolean> {
       const rows = await trx.raw(`
         insert into totp_factors as f (user_id, secret) values (?, ?)
-        on conflict (user_id) do update set secret = excluded.secret, created_at = now(), last_step = null
+        on conflict (user_id) do update set secret = excluded.secret, created_at = now(), last_step = null, failures = 0, locked_until = null
         where f.confirmed_at is null
         returning user_id`, [userId, secret]) as { rows: unknown[] }
       return rows.rows.length > 0

@@ -4,7 +4,7 @@ import { registeredPasskey, registrationOptions } from '../../../../../lib/auth/
 import { CodedError } from '../../../../../lib/http/error-codes.js'
 import { InvalidFields } from '../../../../../lib/http/invalid-fields.js'
 import { passkeysRepository } from './repository.js'
-import { passkeySchemas } from './schema.js'
+import { passkeySchemas, type Passkey } from './schema.js'
 
 /** A password's body, or a browser's answer (its attestation at most 32 KiB). */
 const BODY_LIMIT = 64 * 1024
@@ -41,18 +41,27 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
   fastify.post('/', { schema: passkeySchemas.add, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { id } = request.user
     const { passkey_token: token, name, credential } = request.body
-    const added = await request.recordEvents(async trx => {
+    // The challenge is spent by the first answer, whatever it comes to: the transaction commits,
+    // and the refusal comes after it.
+    const outcome = await request.recordEvents<{ added: Passkey } | { refused: 'token' | 'credential' | 'registered' }>(async trx => {
       const challenge = await stored.takeChallenge(token, id, trx)
-      if (challenge === undefined) throw new CodedError('invalid_passkey_token', 'The passkey ceremony is unknown, expired or spent: ask for new options')
+      if (challenge === undefined) return { result: { refused: 'token' }, events: [] }
       const passkey = await registeredPasskey(settings, credential as RegistrationResponseJSON, challenge)
-      if (passkey === undefined) throw new InvalidFields({ credential: ['does not verify: an answer to these options, from a page of the site, with the user verified'] })
+      if (passkey === undefined) return { result: { refused: 'credential' }, events: [] }
       const row = await stored.add(id, name.trim(), passkey, trx)
       // A browser's answer signs one challenge: only one registration carries a credential, but
       // the database's unique credential id holds whatever comes.
       /* c8 ignore next */
-      if (row === undefined) throw new CodedError('conflict', 'This passkey is registered already')
-      return { result: row, events: [{ action: 'passkey-add', resource: 'passkey', id: row.id, after: { user_id: id, name: row.name } }] }
+      if (row === undefined) return { result: { refused: 'registered' }, events: [] }
+      return { result: { added: row }, events: [{ action: 'passkey-add', resource: 'passkey', id: row.id, after: { user_id: id, name: row.name } }] }
     })
+    if ('refused' in outcome) {
+      if (outcome.refused === 'token') throw new CodedError('invalid_passkey_token', 'The passkey ceremony is unknown, expired or spent: ask for new options')
+      /* c8 ignore next */
+      if (outcome.refused === 'registered') throw new CodedError('conflict', 'This passkey is registered already')
+      throw new InvalidFields({ credential: ['does not verify: an answer to these options, from a page of the site, with the user verified'] })
+    }
+    const added = outcome.added
     return reply.code(201).send({ success: true as const, data: added, message: 'The passkey is registered: POST /api/login/passkey logs in with it' })
   })
 

@@ -61,6 +61,12 @@ function createPasskeysRepository (database: Database) {
       return row
     },
 
+    /** Removes every passkey of the user, and their registrations under way: the passkeys as they were. */
+    async removeAll (userId: number, trx: Knex): Promise<Passkey[]> {
+      await trx('webauthn_challenges').where({ user_id: userId }).delete()
+      return await trx('passkeys').where({ user_id: userId }).delete().returning(COLUMNS) as Passkey[]
+    },
+
     /** The user of the passkey of this credential, if any. */
     async findOwner (credentialId: string, trx: Knex): Promise<number | undefined> {
       const row = await trx('passkeys').where({ credential_id: credentialId }).first<{ user_id: number } | undefined>('user_id')

@@ -79,11 +79,13 @@ export async function fuzzWrites (t: Test, app: FastifyInstance, { token, ids, p
   // that the fuzzing reaches the writes is checked first, without chance: each operation, sent
   // plain with the first of a fixed sequence of valid bodies that it takes, succeeds; those that
   // ask for a credential no generated body can know (a login's password, a refresh token, a
-  // password reset's or an address verification's token, the current password) may refuse it, and only it.
-  const asksForCredentials = (operation: Operation) => /\/(login|token\/refresh|password\/reset|email\/verify)$/.test(operation.path) ||
+  // password reset's or an address verification's token, the current password, a second
+  // step's token, a passkey ceremony's, an enrolment's first code) may refuse it, and only it.
+  const asksForCredentials = (operation: Operation) => /\/(login|login\/mfa|login\/passkey|token\/refresh|password\/reset|email\/verify|profile\/passkeys|mfa\/totp\/confirm)$/.test(operation.path) ||
     'current_password' in (resolved(operation.schema, document.components.schemas).properties ?? {})
+  const CREDENTIAL_REFUSALS = new Set(['invalid_credentials', 'invalid_refresh_token', 'invalid_reset_token', 'invalid_verification_token', 'invalid_mfa_token', 'invalid_passkey_token', 'mfa_not_enrolled'])
   const reachedTheWrite = (operation: Operation, statusCode: number, code: unknown) => statusCode < 300 ||
-    (asksForCredentials(operation) && ((statusCode === 401 && (code === 'invalid_credentials' || code === 'invalid_refresh_token')) || code === 'invalid_reset_token' || code === 'invalid_verification_token'))
+    (asksForCredentials(operation) && CREDENTIAL_REFUSALS.has(code as string))
   for (const operation of operations) {
     const bodies = fc.sample(valid(operation.schema, document.components.schemas, '', references), { numRuns: 20, seed: PLAIN_SEED })
     const answers: string[] = []

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { credentialQueries } from '../../../../lib/auth/credential-queries.js'
 import { CodedError } from '../../../../lib/http/error-codes.js'
-import { InvalidFields } from '../../../../lib/http/invalid-fields.js'
 import type { Change } from '../../../../plugins/app/audit.js'
 import { mfaRepository } from '../../(authenticated)/profile/mfa/repository.js'
 import { sessionClient, sessionsRepository, type StartedSession } from '../../(authenticated)/sessions/repository.js'
@@ -48,10 +47,9 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
   // Counted per client IP before anything else, a malformed body too: with the login's own
   // count per address and each challenge's 5 codes, codes cannot be tried by the million.
   fastify.post('/mfa', { schema: loginSchemas.mfa, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('login-mfa') }, async (request, reply) => {
-    const { mfa_token: token, code, recovery_code: recoveryCode } = request.body
-    if ((code === undefined) === (recoveryCode === undefined)) {
-      throw new InvalidFields({ body: ['must have one of code and recovery_code, not both'] })
-    }
+    const body = request.body
+    const token = body.mfa_token
+    const code = 'code' in body ? body.code : undefined
     const factor = code === undefined ? 'recovery_code' : 'totp'
     const outcome = await request.recordEvents<Outcome>(async trx => {
       const challenge = await factors.findChallenge(token, trx)
@@ -67,7 +65,7 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
         await factors.spendChallenge(token, trx)
         return { result: { refused: 'token' }, events: [] }
       }
-      const checked = code === undefined ? await factors.useRecoveryCode(userId, recoveryCode!, trx) : await factors.checkTotp(userId, code, trx)
+      const checked = 'recovery_code' in body ? await factors.useRecoveryCode(userId, body.recovery_code, trx) : await factors.checkTotp(userId, body.code, trx)
       // Not counted against the challenge: the owner may still use it, or a recovery code.
       if (checked.check === 'locked') return { result: { locked: checked.retryAfter }, events: [] }
       if (checked.check !== 'accepted') {

@@ -5,6 +5,8 @@ import { RECOVERY_CODE_PATTERN, TOTP_CODE_PATTERN } from '../../../../lib/auth/t
 import { authTag } from '../schema.js'
 import { AuthenticationCredential, CeremonyOptions, PasskeyToken } from '../../(authenticated)/profile/passkeys/schema.js'
 
+const MfaToken = Type.String({ pattern: MAILED_TOKEN_PATTERN, writeOnly: true, description: 'The token of the login\'s answer' })
+
 export const loginSchemas = {
   passkeyOptions: {
     tags: [authTag.name],
@@ -35,11 +37,11 @@ export const loginSchemas = {
       'a code, or one before it, accepted once is not accepted again), or `recovery_code`, one of the codes shown at enrolment (each works once). ' +
       'Starts the session: answers its tokens, as login does. A wrong code is 401 `invalid_mfa_code`; the fifth spends the `mfa_token`. A token unknown, expired (5 minutes), spent, ' +
       'or of a password changed since is 401 `invalid_mfa_token`: log in again. The tenth wrong code in a row, across logins, holds the app\'s codes back for 15 minutes (429 with Retry-After; recovery codes still work). Rate limited per client IP (429 with Retry-After).',
-    body: Type.Object({
-      mfa_token: Type.String({ pattern: MAILED_TOKEN_PATTERN, writeOnly: true, description: 'The token of the login\'s answer' }),
-      code: Type.Optional(Type.String({ pattern: TOTP_CODE_PATTERN, writeOnly: true, description: 'The authenticator app\'s code; or send `recovery_code`' })),
-      recovery_code: Type.Optional(Type.String({ pattern: RECOVERY_CODE_PATTERN, writeOnly: true, description: 'A recovery code, as shown (`xxxxx-xxxxx`; case, spaces and dashes do not matter); or send `code`' }))
-    }, { additionalProperties: false, description: '`mfa_token` and one of `code` and `recovery_code`' }),
+    // Either second factor, never both: two shapes, each closed.
+    body: Type.Union([
+      Type.Object({ mfa_token: MfaToken, code: Type.String({ pattern: TOTP_CODE_PATTERN, writeOnly: true, description: 'The authenticator app\'s code' }) }, { additionalProperties: false, title: 'With the app\'s code' }),
+      Type.Object({ mfa_token: MfaToken, recovery_code: Type.String({ pattern: RECOVERY_CODE_PATTERN, writeOnly: true, description: 'A recovery code, as shown (`xxxxx-xxxxx`; case, spaces and dashes do not matter)' }) }, { additionalProperties: false, title: 'With a recovery code' })
+    ]),
     response: { 200: Type.Ref('TokenEnvelope', { description: 'The new session\'s access and refresh tokens' }), ...errorResponses(400, 401, 413, 415, 429) }
   }
 }

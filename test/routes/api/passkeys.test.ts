@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { chromium, type Page } from 'playwright-core'
 import { build } from '../../helper.js'
 import { bearer, PASSWORD, userWithRoles } from './accounts.js'
@@ -49,27 +49,36 @@ async function ceremony (page: Page, api: string, step: 'register' | 'login', to
   }, { api, step, token, password, tamper })
 }
 
-t.test('a passkey registered from a page in a real browser logs its user in, once per ceremony, until it is removed', { skip }, async t => {
-  // The front end's page, on an origin of its own: the service is told it is the site's.
+/**
+ * A front end's page on an origin of its own, open in Chromium with the DevTools protocol's
+ * virtual authenticator (a platform one that keeps passkeys and verifies its user), and the
+ * service told `siteOrigins` are the site's pages (CORS lets the page call it): the page, and
+ * the service's app and address.
+ */
+async function frontEnd (t: Test, siteOrigins: (origin: string) => string[]) {
   const pages = http.createServer((_, res) => { res.setHeader('content-type', 'text/html'); res.end('<!doctype html><title>Front end</title>') })
   await new Promise<void>(resolve => pages.listen(0, '127.0.0.1', resolve))
   t.teardown(() => pages.close())
   const origin = `http://localhost:${(pages.address() as AddressInfo).port}`
   const app = await build(t, config => {
-    config.auth.passkeys = { rpId: 'localhost', origins: [origin] }
+    config.auth.passkeys = { rpId: 'localhost', origins: siteOrigins(origin) }
     config.corsOrigins = [origin]
   })
   await app.listen({ host: '127.0.0.1', port: 0 })
   const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
   t.teardown(() => browser.close())
   const page = await browser.newPage()
   await page.goto(origin)
-  // The DevTools protocol's virtual authenticator: a platform one that keeps passkeys and verifies its user.
   const devtools = await page.context().newCDPSession(page)
   await devtools.send('WebAuthn.enable')
   await devtools.send('WebAuthn.addVirtualAuthenticator', { options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true } })
+  return { page, app, api }
+}
+
+t.test('a passkey registered from a page in a real browser logs its user in, once per ceremony, until it is removed', { skip }, async t => {
+  // The front end's page is the site's.
+  const { page, app, api } = await frontEnd(t, origin => [origin])
 
   const user = await userWithRoles(app, [])
   const registered = await ceremony(page, api, 'register', user.token, PASSWORD)
@@ -125,24 +134,8 @@ t.test('a passkey registered from a page in a real browser logs its user in, onc
 })
 
 t.test('an answer from a page of another origin is refused', { skip }, async t => {
-  const pages = http.createServer((_, res) => { res.setHeader('content-type', 'text/html'); res.end('<!doctype html><title>Elsewhere</title>') })
-  await new Promise<void>(resolve => pages.listen(0, '127.0.0.1', resolve))
-  t.teardown(() => pages.close())
-  const origin = `http://localhost:${(pages.address() as AddressInfo).port}`
   // The site's pages are elsewhere: this page's answers are not the site's.
-  const app = await build(t, config => {
-    config.auth.passkeys = { rpId: 'localhost', origins: ['https://localhost'] }
-    config.corsOrigins = [origin]
-  })
-  await app.listen({ host: '127.0.0.1', port: 0 })
-  const api = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] })
-  t.teardown(() => browser.close())
-  const page = await browser.newPage()
-  await page.goto(origin)
-  const devtools = await page.context().newCDPSession(page)
-  await devtools.send('WebAuthn.enable')
-  await devtools.send('WebAuthn.addVirtualAuthenticator', { options: { protocol: 'ctap2', transport: 'internal', hasResidentKey: true, hasUserVerification: true, isUserVerified: true } })
+  const { page, app, api } = await frontEnd(t, () => ['https://localhost'])
   const user = await userWithRoles(app, [])
   const registered = await ceremony(page, api, 'register', user.token, PASSWORD)
   t.equal(registered.done.status, 400)

@@ -223,6 +223,19 @@ export const WriteHeaders = Type.Object({
 /** A timestamp as the service returns it: ISO 8601 in UTC. */
 export const Timestamp = Type.String({ format: 'date-time', example: '2026-11-22T09:30:00.000Z' })
 
+/**
+ * The caller's password, asked again before what an access token alone must not do (`needed`
+ * says what). Optional: a session reauthenticated in the last 5 minutes stands for it
+ * (plugins/app/password-check.ts).
+ */
+export const CurrentPassword = (needed: string) => Type.Optional(Type.String({
+  minLength: 1,
+  maxLength: 128,
+  writeOnly: true,
+  description: `The caller's password as it is, ${needed}. Without it, the session must have been reauthenticated (POST /api/profile/reauthenticate) in the last 5 minutes (400 otherwise); ` +
+    'sent, it is checked: a wrong one is 401 `invalid_credentials`, counted with logins (429 with Retry-After past their limits) and audited as a failed login'
+}))
+
 /** A body that must carry at least one of the given properties. */
 export function AtLeastOneOf<T extends TObject> (schema: T, options: ObjectOptions = {}) {
   return Type.Partial(schema, { ...options, minProperties: 1, additionalProperties: false })

@@ -36,7 +36,7 @@ t.test('every route is in the document, named, described, with its responses', a
     }
     const guarded = path.startsWith('/api/') && !path.startsWith('/api/v1/') && !['/api/login', '/api/login/mfa', '/api/login/passkey/options', '/api/login/passkey', '/api/register', '/api/token/refresh', '/api/password/forgot', '/api/password/reset', '/api/email/verify', '/api/email/resend'].includes(path)
     // Keys, sessions, the logout, changes of the profile and its second factors: an access token's only.
-    const tokenOnly = /^\/api\/(keys|sessions|profile\/mfa|profile\/passkeys)(\/|$)/.test(path) || path === '/api/logout' || (path === '/api/profile' && method === 'patch')
+    const tokenOnly = /^\/api\/(keys|sessions|profile\/mfa|profile\/passkeys|profile\/reauthenticate)(\/|$)/.test(path) || path === '/api/logout' || (path === '/api/profile' && method === 'patch')
     t.same(operation.security, !guarded ? [] : tokenOnly ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKey: [] }], `${label}: security`)
     if (guarded && tokenOnly) t.ok(operation.responses['403'], `${label}: 403, for an API key`)
     if (guarded) t.ok(operation.responses['401'], `${label}: 401`)

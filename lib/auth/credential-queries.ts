@@ -10,6 +10,9 @@ import { HAS_FACTOR } from './caller-queries.js'
  * address is verified, and whether a login waits for their second factor.
  */
 export interface Credentials { id: number, password: string, verified: boolean, mfa: boolean }
+
+/** How long a session's reauthentication stands for what asks for the password again. */
+export const REAUTHENTICATION_SECONDS = 300
 /** A login's count under one key, and the user of the e-mail address, if any, on every row. */
 type CountedCredentials = AttemptCount & { [column in keyof Credentials]: Credentials[column] | null }
 
@@ -62,6 +65,18 @@ function createCredentialQueries (database: Database) {
      */
     async lockedPassword (id: number, trx: Knex): Promise<string | undefined> {
       return (await this.lockedCredentials(id, trx))?.password
+    },
+
+    /**
+     * The user's password hash, if their session `sessionId` is live and was reauthenticated
+     * (POST /api/profile/reauthenticate) within the last REAUTHENTICATION_SECONDS.
+     */
+    async reauthenticatedPassword (userId: number, sessionId: number, db: Knex = knex): Promise<string | undefined> {
+      const row: { password: string } | undefined = await notDeleted(db).join('sessions as s', 's.user_id', 'u.id')
+        .where({ 'u.id': userId, 's.id': sessionId }).whereNull('s.ended_at').whereRaw('s.expires_at > now()')
+        .whereRaw('s.reauthenticated_at > now() - make_interval(secs => ?)', [REAUTHENTICATION_SECONDS])
+        .first('u.password')
+      return row?.password
     },
 
     /** As `lockedPassword`, with whether the user's address is verified. */

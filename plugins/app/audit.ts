@@ -13,7 +13,7 @@ import { sqlName } from '../../lib/db/sql-name.js'
  * `session`, …; a resource added names its own), and what was done to it.
  */
 export type AuditResource = string
-export const AUDIT_ACTIONS = ['create', 'update', 'delete', 'revoke', 'login', 'login-failed', 'logout', 'end', 'refresh-reuse', 'retry', 'disable', 'reset-request', 'reset-password', 'verify-request', 'verify-email', 'mfa-start', 'mfa-enable', 'mfa-disable', 'mfa-recovery-codes', 'mfa-challenge', 'passkey-add', 'passkey-remove'] as const
+export const AUDIT_ACTIONS = ['create', 'update', 'delete', 'revoke', 'login', 'login-failed', 'logout', 'end', 'refresh-reuse', 'retry', 'disable', 'reset-request', 'reset-password', 'verify-request', 'verify-email', 'mfa-start', 'mfa-enable', 'mfa-disable', 'mfa-recovery-codes', 'mfa-challenge', 'passkey-add', 'passkey-remove', 'reauthenticate'] as const
 export type AuditAction = typeof AUDIT_ACTIONS[number]
 
 /** Who acted: a user, through an API key or a session; none for a caller without a token. */

@@ -1,6 +1,7 @@
 import { Readable } from 'node:stream'
 import fp from 'fastify-plugin'
 import { InvalidFields } from '../../lib/http/invalid-fields.js'
+import { bodyOptional } from '../../lib/http/optional-body.js'
 
 /**
  * How deep a body may nest objects and arrays. The service's own bodies nest two levels; the
@@ -46,6 +47,7 @@ export default fp(async (fastify) => {
   fastify.removeContentTypeParser('text/plain')
 
   fastify.addHook('preValidation', async (request) => {
+    if (request.body === undefined && bodyOptional(request.routeOptions.schema?.body)) request.body = {}
     // An import's file is a stream, read and checked a row at a time (plugins/app/import-writes.ts).
     if (request.body instanceof Readable) return
     const invalid = trimStrings(request.body, [])

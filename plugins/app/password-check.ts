@@ -2,7 +2,8 @@ import fp from 'fastify-plugin'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Knex } from 'knex'
 import { CodedError } from '../../lib/http/error-codes.js'
-import { credentialQueries } from '../../lib/auth/credential-queries.js'
+import { credentialQueries, REAUTHENTICATION_SECONDS } from '../../lib/auth/credential-queries.js'
+import { InvalidFields } from '../../lib/http/invalid-fields.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -17,8 +18,11 @@ declare module 'fastify' {
      * logins (429 past the limits): the stored hash it matched, for `passwordUnchanged`; a
      * wrong one is audited as a failed login and answered 401. Undefined when nobody waits for
      * the answer any more (a client gone, or answered 503, before its hash's turn).
+     * Without a password, the caller's session stands for it if it was reauthenticated in the
+     * last 5 minutes (its user's hash then, read in `db`); if not, 422 on `current_password`,
+     * whose message ends `why` ("is needed to …").
      */
-    checkCurrentPassword: (reply: FastifyReply, password: string) => Promise<string | undefined>
+    checkCurrentPassword: (reply: FastifyReply, password: string | undefined, why?: string, db?: Knex) => Promise<string | undefined>
     /**
      * In the write's transaction, before the write: locks the caller's row (FOR NO KEY UPDATE,
      * the lock of every change of a user, taken before the user's sessions and keys) and answers
@@ -30,8 +34,10 @@ declare module 'fastify' {
 
 /**
  * The caller's password, asked again before what an access token alone must not do (a new
- * e-mail address or password, a new API key): a stolen token cannot take the account over nor
- * make a key that outlives it. Each wrong one is a failed login: counted and audited as one.
+ * e-mail address or password, a new API key, a factor changed): a stolen token cannot take the
+ * account over nor make a key that outlives it. Each wrong one is a failed login: counted and
+ * audited as one. A session reauthenticated in the last 5 minutes (with the password, the app's
+ * code or a passkey) stands for it.
  */
 export default fp(async (fastify) => {
   const credentials = credentialQueries(fastify.database)
@@ -39,7 +45,13 @@ export default fp(async (fastify) => {
     await this.guardWrite(() => this.audit(fastify.knex, { action: 'login-failed', resource: 'session', id: null, after: { email, user_id: userId } }))
   })
 
-  fastify.decorateRequest('checkCurrentPassword', async function (this: FastifyRequest, reply: FastifyReply, password: string) {
+  fastify.decorateRequest('checkCurrentPassword', async function (this: FastifyRequest, reply: FastifyReply, password: string | undefined, why = 'is needed for this change', db: Knex = fastify.knex) {
+    if (password === undefined) {
+      const { id, sessionId } = this.user
+      const reauthenticated = sessionId === undefined ? undefined : await credentials.reauthenticatedPassword(id, sessionId, db)
+      if (reauthenticated === undefined) throw new InvalidFields({ current_password: [`${why}: send it, or reauthenticate this session first (POST /api/profile/reauthenticate, which stands for ${REAUTHENTICATION_SECONDS / 60} minutes)`] })
+      return reauthenticated
+    }
     const email = await credentials.emailOf(this.user.id)
     /* c8 ignore next -- the caller deleted between the token's check and this read */
     if (email === undefined) throw new CodedError('invalid_token', 'The token is no longer valid')

@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import { packageInfo } from '../../lib/process/package-info.js'
 import { DOCUMENTATION_PATH, TITLE } from '../../lib/http/documentation.js'
+import { bodyOptional } from '../../lib/http/optional-body.js'
 
 export interface OpenApiTag { name: string, description: string }
 
@@ -42,7 +43,11 @@ declare module 'fastify' {
 
 interface Parameter { in: string, schema?: { type?: string }, style?: string, explode?: boolean }
 // @fastify/swagger gives every operation its responses (a default one where a route declares none).
-interface Operation { parameters?: (Parameter | Reference)[], responses: Record<string, { headers?: Record<string, unknown> }> }
+interface Operation {
+  parameters?: (Parameter | Reference)[]
+  requestBody?: { required?: boolean, content: Record<string, { schema?: unknown }> }
+  responses: Record<string, { headers?: Record<string, unknown> }>
+}
 interface Reference { $ref: string }
 interface OpenApiDocument {
   paths: Record<string, Record<string, Operation>>
@@ -148,6 +153,16 @@ function withQueryStyles<T extends OpenApiDocument> (document: T): T {
   return document
 }
 
+/** A body of optional fields only may be left out (lib/http/optional-body.ts): not required. */
+function withOptionalBodies<T extends OpenApiDocument> (document: T): T {
+  for (const operations of Object.values(document.paths)) {
+    for (const { requestBody } of Object.values(operations)) {
+      if (requestBody !== undefined && bodyOptional(requestBody.content['application/json']?.schema)) requestBody.required = false
+    }
+  }
+  return document
+}
+
 const EVENT_ACTIONS = { created: 'made', updated: 'changed', deleted: 'deleted' } as const
 
 /**
@@ -235,10 +250,10 @@ export default fp(async (fastify) => {
     refResolver: { buildLocalReference: json => String(json.$id) },
     // The tags the route folders declared, by their order, else in the order they were declared
     // (a stable sort); swagger-ui shows them so, as no `tagsSorter` is given.
-    transformObject: document => withWebhooks(withRateLimitFields(withTraceContext(withRequestIds(withQueryStyles({
+    transformObject: document => withWebhooks(withRateLimitFields(withTraceContext(withRequestIds(withOptionalBodies(withQueryStyles({
       ...(document as { openapiObject: OpenApiDocument }).openapiObject,
       tags: declared.toSorted((a, b) => a.order - b.order).map(({ tag }) => tag)
-    })))), followed)
+    }))))), followed)
   })
   // Its own CSP on its page, with the hashes of the page's inline scripts (the API's would refuse them).
   await fastify.register(swaggerUi, {

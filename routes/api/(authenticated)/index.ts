@@ -66,12 +66,10 @@ const account: FastifyPluginAsyncTypebox = async (fastify) => {
     // A missing or malformed If-Match is refused before the password is checked (and counted).
     request.ifMatch()
     const { id, jti, exp, sessionId } = request.user
-    if (currentPassword === undefined && (email !== undefined || password !== undefined || confirmation !== undefined)) {
-      throw new InvalidFields({ current_password: ['is needed to change the e-mail address or the password'] })
-    }
-    const verified = currentPassword === undefined ? undefined : await request.checkCurrentPassword(reply, currentPassword)
+    const proofNeeded = currentPassword !== undefined || email !== undefined || password !== undefined || confirmation !== undefined
+    const verified = proofNeeded ? await request.checkCurrentPassword(reply, currentPassword, 'is needed to change the e-mail address or the password') : undefined
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
-    if (currentPassword !== undefined && verified === undefined) return
+    if (proofNeeded && verified === undefined) return
     const passwordHash = password === undefined && confirmation === undefined
       ? undefined
       : await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation))

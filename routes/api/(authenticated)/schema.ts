@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, TOKEN_OR_KEY, WriteHeaders } from '../../../schemas/common.js'
+import { CurrentPassword, AtLeastOneOf, Envelope, errorResponses, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, TOKEN_OR_KEY, WriteHeaders } from '../../../schemas/common.js'
 import { addressFields, userFields } from './users/schema.js'
 import { authTag } from '../(public)/schema.js'
 import { rolesTag } from './roles/schema.js'
@@ -52,7 +52,7 @@ export const accountSchemas = {
       email: userFields.email,
       password: userFields.password,
       c_password: userFields.c_password,
-      current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The caller\'s password as it is: needed to change the e-mail address or the password' })
+      current_password: CurrentPassword('needed to change the e-mail address or the password')
     })),
     response: { 200: Tagged(Envelope(Type.Ref(Profile)), 'The caller as changed'), ...errorResponses(400, 401, 403, 409, 412, 413, 415, 428, 429) }
   },

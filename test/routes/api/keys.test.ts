@@ -217,7 +217,7 @@ t.test('making a key needs its maker\'s password: missing 400, wrong 401 counted
 
   const missing = await make({})
   t.equal(missing.statusCode, 400)
-  t.match(missing.json(), { success: false, data: { current_password: [/required/] } })
+  t.match(missing.json(), { success: false, data: { current_password: [/^is needed to make an API key/] } })
   const wrong = await make({ current_password: 'not the password' })
   t.equal(wrong.statusCode, 401)
   t.match(wrong.json(), { success: false, statusCode: 401, message: 'The current password does not match' })

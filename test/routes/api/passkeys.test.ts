@@ -16,9 +16,10 @@ interface Answer { status: number, body: any }
 /**
  * What a front end's page does, in the browser: asks the service for a ceremony's options, hands
  * them to the authenticator, and sends its answer back. `step` is `register` (with the caller's
- * token and password) or `login`; the answers of the service, and the browser's credential.
+ * token and password), `login`, or `reauthenticate` (a login's options, the answer sent with the
+ * caller's token); the answers of the service, and the browser's credential.
  */
-async function ceremony (page: Page, api: string, step: 'register' | 'login', token = '', password = '', tamper = false): Promise<{ options: Answer, credential: unknown, done: Answer }> {
+async function ceremony (page: Page, api: string, step: 'register' | 'login' | 'reauthenticate', token = '', password = '', tamper = false): Promise<{ options: Answer, credential: unknown, done: Answer }> {
   return await page.evaluate(async ({ api, step, token, password, tamper }) => {
     // The browser's WebAuthn API (the test compiles without the DOM's types).
     interface Credential { toJSON: () => unknown }
@@ -45,7 +46,10 @@ async function ceremony (page: Page, api: string, step: 'register' | 'login', to
       const middle = Math.floor(signature.length / 2)
       credential.response.signature = signature.slice(0, middle) + (signature[middle] === 'A' ? 'B' : 'A') + signature.slice(middle + 1)
     }
-    return { options, credential, done: await post('/api/login/passkey', { passkey_token: options.body.passkey_token, credential }) }
+    const done = step === 'login'
+      ? await post('/api/login/passkey', { passkey_token: options.body.passkey_token, credential })
+      : await post('/api/profile/reauthenticate', { passkey_token: options.body.passkey_token, credential }, token)
+    return { options, credential, done }
   }, { api, step, token, password, tamper })
 }
 
@@ -121,13 +125,27 @@ t.test('a passkey registered from a page in a real browser logs its user in, onc
     { action: 'login-failed', after: { user_id: user.id, factor: 'passkey' } }, { action: 'login-failed', after: { user_id: user.id, factor: 'passkey' } }])
 
   const passkeyId = registered.done.body.data.id
-  const wrongPassword = await app.inject({ method: 'DELETE', url: `/api/profile/passkeys/${passkeyId}`, headers: bearer(user.token), payload: { current_password: 'not it' } })
-  t.equal(wrongPassword.statusCode, 401)
+  const remove = (token: string, payload?: object) => app.inject({ method: 'DELETE', url: `/api/profile/passkeys/${passkeyId}`, headers: bearer(token), ...(payload === undefined ? {} : { payload }) })
+  t.equal((await remove(user.token)).statusCode, 400, 'without the password, asked for it')
+  // Step-up: the passkey proves its holder again, in a session of theirs only.
   const other = await userWithRoles(app, [])
-  const notTheirs = await app.inject({ method: 'DELETE', url: `/api/profile/passkeys/${passkeyId}`, headers: bearer(other.token), payload: { current_password: PASSWORD } })
+  const notTheirsStepUp = await ceremony(page, api, 'reauthenticate', other.token)
+  t.equal(notTheirsStepUp.done.status, 401, 'another user\'s passkey proves nothing of this one')
+  t.equal(notTheirsStepUp.done.body.code, 'invalid_passkey')
+  const tamperedStepUp = await ceremony(page, api, 'reauthenticate', user.token, '', true)
+  t.equal(tamperedStepUp.done.status, 401, 'a signature that does not verify proves nothing')
+  t.equal(tamperedStepUp.done.body.code, 'invalid_passkey')
+  const stepUp = await ceremony(page, api, 'reauthenticate', user.token)
+  t.equal(stepUp.done.status, 200, JSON.stringify(stepUp.done.body))
+  t.ok(Date.parse(stepUp.done.body.data.reauthenticated_until) > Date.now() + 290_000)
+  t.match(await app.knex('audit_log').where({ action: 'reauthenticate' }).select('after'), [{ after: { user_id: user.id, factor: 'passkey' } }])
+
+  const wrongPassword = await remove(user.token, { current_password: 'not it' })
+  t.equal(wrongPassword.statusCode, 401, 'a password sent is checked all the same')
+  const notTheirs = await remove(other.token, { current_password: PASSWORD })
   t.equal(notTheirs.statusCode, 404, 'another user\'s passkey is not found')
-  const removed = await app.inject({ method: 'DELETE', url: `/api/profile/passkeys/${passkeyId}`, headers: bearer(user.token), payload: { current_password: PASSWORD } })
-  t.equal(removed.statusCode, 200)
+  const removed = await remove(user.token)
+  t.equal(removed.statusCode, 200, 'removed on the reauthenticated session\'s word, without a body')
   const gone = await ceremony(page, api, 'login')
   t.equal(gone.done.status, 401, 'a passkey removed logs nobody in')
   t.equal(gone.done.body.code, 'invalid_passkey')

@@ -64,7 +64,7 @@ const keys: FastifyPluginAsyncTypebox = async (fastify) => {
     if (expiresAt !== undefined && Date.parse(expiresAt) >= LAST_INSTANT) throw new InvalidFields({ expires_at: ['must be before 10000-01-01T00:00:00Z'] })
     const lacking = permissions.filter(permission => !request.user.permissions.has(permission))
     if (lacking.length > 0) throw forbidden(`A key cannot hold permissions you lack: ${lacking.join(', ')}`)
-    const verified = await request.checkCurrentPassword(reply, currentPassword)
+    const verified = await request.checkCurrentPassword(reply, currentPassword, 'is needed to make an API key')
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
     if (verified === undefined) return
     let secret = ''

@@ -1,5 +1,5 @@
 import { Type } from '@sinclair/typebox'
-import { AtLeastOneOf, Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
+import { CurrentPassword, AtLeastOneOf, Envelope, errorResponses, IdParams, Timestamp } from '../../../../schemas/common.js'
 import { MAX_ID } from '../../../../lib/http/limits.js'
 import { timestampInput } from '../../../../lib/http/timestamps.js'
 import { API_KEY_PATTERN } from '../../../../lib/auth/api-keys.js'
@@ -36,7 +36,7 @@ export const NewApiKey = Type.Object({
   name: Type.String({ minLength: 1, maxLength: 100, description: 'What the key is for', example: 'nightly export' }),
   permissions: PermissionNames,
   expires_at: Type.Optional(timestampInput({ description: 'When the key stops working, in the future (an offset within ±15:59); without it, never', example: '2036-06-30T00:00:00Z' })),
-  current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The maker\'s password as it is: an access token alone makes no key' }),
+  current_password: CurrentPassword('needed to make a key: an access token alone makes none'),
   rate_limit: Type.Optional(keyPolicyFields.rate_limit),
   rate_quota: Type.Optional(keyPolicyFields.rate_quota)
 }, { $id: 'NewApiKey', additionalProperties: false })

@@ -5,6 +5,7 @@ import { countAttempt, type AttemptCount } from '../../../../lib/auth/attempt-co
 import { insert, insertion, prepare, type CteWrite, type Database } from '../../../../lib/db/prepared-query.js'
 import { oncePerDatabase } from '../../../../lib/db/once-per-database.js'
 import { newRefreshToken, refreshHash } from '../../../../lib/auth/refresh-tokens.js'
+import { REAUTHENTICATION_SECONDS } from '../../../../lib/auth/credential-queries.js'
 import type { LiveSession } from '../../../../plugins/app/auth.js'
 import type { Session } from './schema.js'
 
@@ -225,6 +226,17 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
     async endOne (userId: number, sessionId: number, reason: EndReason, trx: Knex): Promise<EndedSession | undefined> {
       const [ended] = await end(trx, qb => qb.where({ id: sessionId, user_id: userId }).whereRaw('expires_at > now()'), reason)
       return ended
+    },
+
+    /**
+     * Notes that the user's session, if live, was reauthenticated now: the time its word stands
+     * until (an ISO timestamp), or undefined for a session ended or expired meanwhile.
+     */
+    async reauthenticated (userId: number, sessionId: number, trx: Knex): Promise<string | undefined> {
+      const [row] = await trx('sessions').where({ id: sessionId, user_id: userId }).whereRaw(LIVE)
+        .update({ reauthenticated_at: trx.fn.now() })
+        .returning(trx.raw('reauthenticated_at + make_interval(secs => ?) as until', [REAUTHENTICATION_SECONDS])) as Array<{ until: string }>
+      return row?.until
     },
 
     /** Deletes what is past (SWEEP_SESSIONS, SWEEP_REFRESH_TOKENS); a failure is only logged. */

@@ -87,7 +87,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
    * access token alone (an administrator's stolen one) cannot take its own account over, nor
    * keep its keys through it (a caller's own password change leaves their keys).
    */
-  const currentPasswordNeeded = () => new InvalidFields({ current_password: ['is needed to change your own e-mail address or password'] })
+  const CURRENT_PASSWORD_NEEDED = 'is needed to change your own e-mail address or password'
 
   /** Refuses to leave no user holding Admin. */
   async function keepAnAdmin (trx: Knex) {
@@ -133,17 +133,18 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
         const { name, email, password, c_password: confirmation, roles, current_password: currentPassword } = request.body
         const own = request.user.id === id
         const newPassword = password !== undefined || confirmation !== undefined
-        if (own && newPassword && currentPassword === undefined) throw currentPasswordNeeded()
-        const verified = currentPassword === undefined ? undefined : await request.checkCurrentPassword(reply, currentPassword)
+        const proofNeeded = currentPassword !== undefined || (own && newPassword)
+        const verified = proofNeeded ? await request.checkCurrentPassword(reply, currentPassword, CURRENT_PASSWORD_NEEDED) : undefined
         /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
-        if (currentPassword !== undefined && verified === undefined) return
+        if (proofNeeded && verified === undefined) return
         const passwordHash = newPassword ? await fastify.passwords.hash(confirmedPassword(password ?? '', confirmation)) : undefined
         let mail: VerificationMail | null = null
         const user = await request.updateRecord(reply, kind, id, async (trx, current) => {
           // The caller's own row, locked: the password checked is still theirs (no recovery
           // committed since the check).
           if (own && verified !== undefined) await request.passwordUnchanged(reply, trx, verified)
-          if (own && verified === undefined && email !== undefined && email !== current.email) throw currentPasswordNeeded()
+          // A new address of one's own: the session's reauthentication, read under the lock.
+          if (own && verified === undefined && email !== undefined && email !== current.email) await request.checkCurrentPassword(reply, undefined, CURRENT_PASSWORD_NEEDED, trx)
           await mayActOn(id, request.user.permissions, 'edit', trx)
           const currentRoles = current.roles.map(role => role.name)
           const roleIds = roles && await grantableRoles(roles, currentRoles, request.user.permissions, trx)

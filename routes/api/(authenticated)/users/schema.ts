@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { listQuerySchema, type ListFields } from '../../../../lib/http/list-query.js'
-import { AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
+import { CurrentPassword, AtLeastOneOf, Created, CreateHeaders, Envelope, errorResponses, IdParams, ListResponse, NamedRef, NotModified, ReadHeaders, Tagged, Timestamp, WriteHeaders, TOKEN_OR_KEY } from '../../../../schemas/common.js'
 
 /** Fields shared by registration and the users resource. */
 export const userFields = {
@@ -38,13 +38,7 @@ export const userListFields: ListFields = {
   role: { type: 'text', operators: ['eq', 'ne', 'in'], description: 'the roles the user holds, by name in any case: `eq` and `in` keep users holding one, `ne` users holding none' }
 }
 
-const currentPassword = Type.Optional(Type.String({
-  minLength: 1,
-  maxLength: 128,
-  writeOnly: true,
-  description: 'The caller\'s own password as it is: needed when the caller changes their own e-mail address or password (as `PATCH /api/profile` needs it); ' +
-    'checked whenever sent: a wrong one is 401, counted with logins and audited as a failed login'
-}))
+const currentPassword = CurrentPassword('needed when the caller changes their own e-mail address or password (as `PATCH /api/profile` needs it)')
 
 const roles = Type.Array(Type.String({ minLength: 1, maxLength: 255 }), {
   uniqueItems: true, maxItems: 100, description: 'The names of the user\'s roles', example: ['User']

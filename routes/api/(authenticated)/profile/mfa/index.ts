@@ -17,8 +17,9 @@ const notEnrolled = (what: string) => new CodedError('mfa_not_enrolled', what)
 /**
  * `/api/profile/mfa`: the caller's second factors (README, "Second factors"): an authenticator
  * app (TOTP) and its recovery codes. Every change but the confirmation, which proves the app
- * with its code, asks for the password again: a stolen access token can neither turn a
- * factor off nor read new recovery codes. Never with an API key.
+ * with its code, asks for the password again (or a session reauthenticated in the last 5
+ * minutes): a stolen access token can neither turn a factor off nor read new recovery codes.
+ * Never with an API key.
  */
 const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
   const factors = mfaRepository(fastify.database, fastify.callerCache)
@@ -30,8 +31,8 @@ const mfa: FastifyPluginAsyncTypebox = async (fastify) => {
    * A change of the caller's factors behind their password: checked (and counted) before the
    * transaction, and still theirs under their row's lock in it, where `change` runs.
    */
-  async function withPassword<Result> (request: FastifyRequest, reply: FastifyReply, currentPassword: string, change: (trx: Knex) => Promise<{ result: Result, events: Change[] }>): Promise<Result | undefined> {
-    const verified = await request.checkCurrentPassword(reply, currentPassword)
+  async function withPassword<Result> (request: FastifyRequest, reply: FastifyReply, currentPassword: string | undefined, change: (trx: Knex) => Promise<{ result: Result, events: Change[] }>): Promise<Result | undefined> {
+    const verified = await request.checkCurrentPassword(reply, currentPassword, 'is needed to change the second factors')
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
     if (verified === undefined) return undefined
     return await request.recordEvents(async trx => {

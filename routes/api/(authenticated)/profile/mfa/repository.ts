@@ -116,7 +116,8 @@ function createMfaRepository (database: Database, cache: CallerCache) {
     async checkTotp (userId: number, code: string, trx: Knex): Promise<LoginCodeCheck> {
       const factor = await trx('totp_factors').where({ user_id: userId }).whereNotNull('confirmed_at').forUpdate()
         .first<{ secret: string, last_step: string, locked: number | null } | undefined>('secret', 'last_step', trx.raw('ceil(extract(epoch from locked_until - now()))::int as locked'))
-      /* c8 ignore next -- a factor turned off ends the logins waiting for it, in its transaction */
+      // None for a reauthentication of an account without an app; for a login's second step, a
+      // factor turned off ends the logins waiting for it, in its transaction.
       if (factor === undefined) return { check: 'none' }
       if (factor.locked !== null && factor.locked > 0) return { check: 'locked', retryAfter: factor.locked }
       // Set by the confirmation: a confirmed factor has taken a code.

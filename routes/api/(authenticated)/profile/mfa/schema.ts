@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Envelope, errorResponses, Timestamp } from '../../../../../schemas/common.js'
+import { CurrentPassword, Envelope, errorResponses, Timestamp } from '../../../../../schemas/common.js'
 import { RECOVERY_CODE_COUNT, TOTP_CODE_PATTERN } from '../../../../../lib/auth/totp.js'
 import { authTag } from '../../../(public)/schema.js'
 
@@ -7,7 +7,7 @@ const auth = { tags: [authTag.name], security: [{ bearerAuth: [] }] }
 
 /** The caller's password, asked again before a change of their second factors. */
 const currentPassword = Type.Object({
-  current_password: Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The caller\'s password as it is' })
+  current_password: CurrentPassword('needed to change the second factors')
 }, { additionalProperties: false })
 
 const passwordChecked = 'A wrong `current_password` is 401 `invalid_credentials`, counted and audited as a failed login (429 with Retry-After past the login limits).'

@@ -11,7 +11,8 @@ const BODY_LIMIT = 64 * 1024
 
 /**
  * `/api/profile/passkeys`: the caller's passkeys (README, "Passkeys"). Registering one starts
- * with the password asked again, as does removing one: a stolen access token can add no way in
+ * with the password asked again (or a session reauthenticated in the last 5 minutes), as does
+ * removing one: a stolen access token can add no way in
  * nor take one away. Never with an API key.
  */
 const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
@@ -26,7 +27,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.post('/options', { schema: passkeySchemas.options, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { id } = request.user
-    const verified = await request.checkCurrentPassword(reply, request.body.current_password)
+    const verified = await request.checkCurrentPassword(reply, request.body.current_password, 'is needed to register a passkey')
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
     if (verified === undefined) return
     const answer = await request.recordEvents(async trx => {
@@ -67,7 +68,7 @@ const passkeys: FastifyPluginAsyncTypebox = async (fastify) => {
 
   fastify.delete('/:id', { schema: passkeySchemas.remove, bodyLimit: BODY_LIMIT }, async (request, reply) => {
     const { id: userId } = request.user
-    const verified = await request.checkCurrentPassword(reply, request.body.current_password)
+    const verified = await request.checkCurrentPassword(reply, request.body.current_password, 'is needed to remove a passkey')
     /* c8 ignore next -- a client gone before its hash's turn */
     if (verified === undefined) return
     const removed = await request.recordEvents(async trx => {

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { Envelope, errorResponses, IdParams, Timestamp } from '../../../../../schemas/common.js'
+import { CurrentPassword, Envelope, errorResponses, IdParams, Timestamp } from '../../../../../schemas/common.js'
 import { MAILED_TOKEN_PATTERN } from '../../../../../lib/auth/mailed-tokens.js'
 import { authTag } from '../../../(public)/schema.js'
 
@@ -9,7 +9,7 @@ const auth = { tags: [authTag.name], security: [{ bearerAuth: [] }] }
 const Base64Url = (maxLength: number) => Type.String({ pattern: '^[A-Za-z0-9_-]*$', maxLength })
 
 /** The caller's password, asked again before a change of their passkeys. */
-const currentPassword = Type.String({ minLength: 1, maxLength: 128, writeOnly: true, description: 'The caller\'s password as it is' })
+const currentPassword = CurrentPassword('needed to change the passkeys')
 
 /** The opaque token a ceremony's options came with, sent back with the browser's answer. */
 export const PasskeyToken = Type.String({ pattern: MAILED_TOKEN_PATTERN, description: 'Names the ceremony: works once, for 5 minutes' })

@@ -4,6 +4,7 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { databaseEnv, embeddedEnv, freePort, startServer } from './server/process.js'
 import { tempDataDir, within } from './helper.js'
+import { PUBLIC_URL, startMailServer } from './mail-server.js'
 
 const run = promisify(execFile)
 
@@ -14,7 +15,8 @@ const rest = steps(
   'create a client', 'a retry of the create gets the same client', 'list clients', 'a batch of clients answers each row',
   'make an API key', 'the key reads clients', 'and may not delete one', 'revoke the key', 'the revoked key is refused',
   'update a client with PATCH and If-Match', 'a stale If-Match gets 412 and the current tag', 'delete a client', 'the deleted client is gone',
-  'start enrolling an authenticator app', 'confirm it with its first code: recovery codes, shown once', 'a login now waits for a code', 'the code completes the login', 'that session logs out', 'logout',
+  'start enrolling an authenticator app', 'confirm it with its first code: recovery codes, shown once', 'a login now waits for a code', 'the code completes the login',
+  'the session reauthenticates', 'and makes an API key without the password', 'that session logs out', 'logout',
   'the token no longer works', 'create a student (v1)', 'read it through /students',
   'rename it (v1 PUT)', 'change its age (PATCH /students)',
   'a filtered, sorted list finds it', 'and counts it', 'delete it', 'it is gone from v1 too'
@@ -61,6 +63,22 @@ t.test('against the quick start (npm start, defaults): the administrator it logg
   const right = await scenario(server.url, { ADMIN_PASSWORD: password })
   t.equal(right.code, 0)
   t.same(right.steps, [...registered, ...granted, ...rest], 'the whole scenario, with the administrator\'s step')
+})
+
+t.test('a typed client resets a forgotten password: the mail asked for, its link\'s token read from a real SMTP server, the new password logs in', async t => {
+  const mail = await startMailServer(t)
+  const admin = { email: 'admin@example.com', password: 'an administrator\'s password' }
+  const server = await startServer({ ...await databaseEnv(t), ADMIN_EMAIL: admin.email, ADMIN_PASSWORD: admin.password, SMTP_URL: mail.url, MAIL_FROM: 'records@example.com', PUBLIC_URL })
+  t.teardown(() => server.kill())
+  const client = (...args: string[]) => run('npx', ['tsx', 'examples/client/reset-password.ts', server.url, ...args])
+
+  t.same((await client('forgot', admin.email)).stdout.trim().split('\n'), steps('ask for a reset mail'))
+  const token = /reset-password\?token=([\w-]+)/.exec((await mail.next()).text ?? '')?.[1]
+  t.ok(token, 'the mail links to the reset page with a token')
+  const reset = await client('reset', token!, 'a new password of the admin', admin.email)
+  t.same(reset.stdout.trim().split('\n'), steps('set the new password with the mailed token', 'log in with it'))
+  const again = await client('reset', token!, 'another password', admin.email).catch((error: { code: number, stderr: string }) => error)
+  t.match(again, { code: 1, stderr: /^not ok - set the new password with the mailed token: HTTP 400 .*"code":"invalid_reset_token"/ }, 'a token works once')
 })
 
 t.test('without a service to answer, the scenario says so', async t => {

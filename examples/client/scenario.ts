@@ -9,38 +9,10 @@
 // REGISTER_ROLES=User gives that role at register: then no password is needed. Another address
 // than http://127.0.0.1:3000 is the first argument. For the types:
 // `npx openapi-typescript openapi.json -o examples/client/api.d.ts && npx tsc -p examples/client`.
-import createClient from 'openapi-fetch'
 import { generateSync } from 'otplib'
-import type { paths } from './api.js'
+import { bearer, check, fail, serviceAt, type Answer } from './client.js'
 
-const baseUrl = process.argv[2] ?? 'http://127.0.0.1:3000'
-// The JSON answers: the lists also answer CSV and NDJSON (their exports), which this client does not read.
-const api = createClient<paths, 'application/json'>({
-  baseUrl,
-  fetch: request => fetch(request).catch((error: Error & { cause?: Error }) => {
-    console.error(`not ok - no answer from ${baseUrl} (${error.cause?.message ?? error.message}): is the service running (npm start)?`)
-    return process.exit(1)
-  })
-})
-
-/** An answer of openapi-fetch: its body is in `data` (2xx) or in `error`. */
-interface Answer { response: Response, data?: unknown, error?: unknown }
-
-/** The scenario stops, saying which step failed and what the service answered (and what to do). */
-function fail (step: string, answer: Answer, hint?: string): never {
-  const body = answer.error ?? answer.data
-  console.error(`not ok - ${step}: HTTP ${answer.response.status} ${body === undefined ? '(no body)' : JSON.stringify(body)}`)
-  if (hint) console.error(hint)
-  return process.exit(1)
-}
-
-/** A step passed, or the scenario stops. */
-function check (condition: unknown, step: string, answer: Answer): asserts condition {
-  if (!condition) fail(step, answer)
-  console.log(`ok - ${step}`)
-}
-
-const bearer = (token: string) => ({ headers: { authorization: `Bearer ${token}` } })
+const api = serviceAt(process.argv[2] ?? 'http://127.0.0.1:3000')
 
 /**
  * The answer of `ask` once it is no longer a 2xx, asked again for up to 2 s: a session ended or
@@ -164,7 +136,14 @@ check(halfway.data !== undefined && 'mfa_token' in halfway.data, 'a login now wa
 const nextCode = generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + 30 })
 const secondStep = await api.POST('/api/login/mfa', { body: { mfa_token: halfway.data.mfa_token, code: nextCode } })
 check(secondStep.data?.token_type === 'Bearer', 'the code completes the login', secondStep)
-const mfaOut = await api.GET('/api/logout', bearer(secondStep.data.data))
+// Step-up: the session proves itself again (the password here; the app's code or a passkey do
+// too), and for 5 minutes what asks for the password takes its word: an API key without it.
+const mfaAuth = bearer(secondStep.data.data)
+const stepUp = await api.POST('/api/profile/reauthenticate', { ...mfaAuth, body: { current_password: password } })
+check(stepUp.data?.data.reauthenticated_until !== undefined, 'the session reauthenticates', stepUp)
+const stepUpKey = await api.POST('/api/keys', { ...mfaAuth, body: { name: 'step-up', permissions: [] } })
+check(stepUpKey.response.status === 201, 'and makes an API key without the password', stepUpKey)
+const mfaOut = await api.GET('/api/logout', mfaAuth)
 check(mfaOut.response.status === 200, 'that session logs out', mfaOut)
 
 const out = await api.GET('/api/logout', auth)

@@ -15,9 +15,17 @@ export const SECURITY_HEADERS: Record<string, string> = {
   'referrer-policy': 'no-referrer'
 }
 
+/**
+ * The authenticated interface: its answers hold tokens, secrets (an API key's, an authenticator
+ * app's, recovery codes) and users' data, kept by no cache, the browser's neither (RFC 6749
+ * 5.1; OWASP). The student interfaces' and the documentation's may be kept.
+ */
+const AUTHENTICATED_INTERFACE = /^\/api\/(?!v1\/)/
+
 export default fp(async (fastify) => {
-  fastify.addHook('onRequest', (_request, reply, done) => {
+  fastify.addHook('onRequest', (request, reply, done) => {
     reply.headers(SECURITY_HEADERS)
+    if (AUTHENTICATED_INTERFACE.test(request.url)) reply.header('cache-control', 'no-store')
     done()
   })
 }, { name: 'security-headers', dependencies: ['request-log'] })

@@ -1,5 +1,6 @@
 import t from 'tap'
 import { build } from '../../helper.js'
+import { bearer, PASSWORD, userWithRoles } from '../../routes/api/accounts.js'
 
 t.test('the security headers on every answer, and nothing that names the software', async t => {
   const app = await build(t)
@@ -13,6 +14,22 @@ t.test('the security headers on every answer, and nothing that names the softwar
     t.notOk(res.headers['x-powered-by'], url)
     t.notOk(res.headers.server, url)
   }
+})
+
+t.test('the authenticated interface\'s answers are kept by no cache; the student interfaces\' may be', async t => {
+  const app = await build(t)
+  const user = await userWithRoles(app, [])
+  const answers = {
+    'a login\'s tokens': await app.inject({ method: 'POST', url: '/api/login', payload: { email: user.email, password: PASSWORD } }),
+    'a refused login': await app.inject({ method: 'POST', url: '/api/login', payload: { email: user.email, password: 'not it' } }),
+    'an enrolment\'s secret': await app.inject({ method: 'POST', url: '/api/profile/mfa/totp', headers: bearer(user.token), payload: { current_password: PASSWORD } }),
+    'the profile': await app.inject({ url: '/api/profile', headers: bearer(user.token) })
+  }
+  for (const [what, res] of Object.entries(answers)) {
+    t.ok(res.statusCode < 500, what)
+    t.equal(res.headers['cache-control'], 'no-store', what)
+  }
+  for (const url of ['/students', '/api/v1/students']) t.notOk((await app.inject({ url })).headers['cache-control'], url)
 })
 
 t.test('the documentation page\'s scripts are all local files, which its policy lets run', async t => {

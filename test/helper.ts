@@ -140,8 +140,10 @@ export async function buildApp (t: Test, config: Config, options: BuildOptions =
   await fastify.register(app, { config })
   if (options.routes) await fastify.register(AutoLoad, routesFolder(options.routes, { config }))
   fastify.addHook('onSend', conformToOpenApi(t, fastify))
+  // Closed after the test even when it fails to start (a connection timed out on a busy machine):
+  // what its plugins opened before would keep the test's process alive.
+  t.teardown(() => fastify.close().catch(() => undefined))
   await fastify.ready()
-  t.teardown(() => fastify.close())
   return fastify
 }
 

@@ -69,13 +69,15 @@ function createCredentialQueries (database: Database) {
 
     /**
      * The user's password hash, if their session `sessionId` is live and was reauthenticated
-     * (POST /api/profile/reauthenticate) within the last REAUTHENTICATION_SECONDS.
+     * (POST /api/profile/reauthenticate) within the last REAUTHENTICATION_SECONDS, as of this
+     * statement (in a transaction that waited on a lock, not as of its start). The session's
+     * row is shared until `db` ends: its end, an UPDATE, waits for it.
      */
     async reauthenticatedPassword (userId: number, sessionId: number, db: Knex = knex): Promise<string | undefined> {
       const row: { password: string } | undefined = await notDeleted(db).join('sessions as s', 's.user_id', 'u.id')
-        .where({ 'u.id': userId, 's.id': sessionId }).whereNull('s.ended_at').whereRaw('s.expires_at > now()')
-        .whereRaw('s.reauthenticated_at > now() - make_interval(secs => ?)', [REAUTHENTICATION_SECONDS])
-        .first('u.password')
+        .where({ 'u.id': userId, 's.id': sessionId }).whereNull('s.ended_at').whereRaw('s.expires_at > statement_timestamp()')
+        .whereRaw('s.reauthenticated_at > statement_timestamp() - make_interval(secs => ?)', [REAUTHENTICATION_SECONDS])
+        .forShare('s').first('u.password')
       return row?.password
     },
 

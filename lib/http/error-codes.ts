@@ -20,7 +20,7 @@ export const ERROR_CODES = {
   invalid_credentials: { status: 401, meaning: 'The e-mail address and password (or the current password) do not match' },
   invalid_mfa_token: { status: 401, meaning: 'The `mfa_token` of a login is invalid, expired (5 minutes), spent, or has taken 5 wrong codes, or the password changed since: log in again' },
   invalid_mfa_code: { status: 401, meaning: 'The authenticator app\'s code (or the recovery code) does not match, or was used before' },
-  invalid_passkey: { status: 401, meaning: 'The passkey is not one of the service\'s, or its answer does not verify (another origin, another challenge, the user not verified, a signature counter gone back)' },
+  invalid_passkey: { status: 401, meaning: 'The passkey is not one of the service\'s (at step-up: of the caller\'s), or its answer does not verify (another origin, another challenge, the user not verified, a signature counter gone back)' },
   invalid_refresh_token: { status: 401, meaning: 'The refresh token is invalid, expired or spent, or its session has ended: log in again' },
   permission_denied: { status: 403, meaning: 'The caller lacks the permission this needs', fallback: true },
   email_unverified: { status: 403, meaning: 'The account\'s e-mail address is not verified, and the service requires it for login (`REQUIRE_VERIFIED_EMAIL`): follow the link mailed to it, or ask for another (`POST /api/email/resend`)' },

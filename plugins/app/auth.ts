@@ -98,7 +98,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{1
 function servesEnrolment (request: FastifyRequest): boolean {
   // A route's: the hook runs on routes only.
   const url = String(request.routeOptions.url)
-  return url.startsWith('/api/profile/mfa') || url === '/api/logout' || (url === '/api/profile' && request.method === 'GET')
+  return url.startsWith('/api/profile/mfa') || url === '/api/profile/reauthenticate' || url === '/api/logout' || (url === '/api/profile' && request.method === 'GET')
 }
 
 /** Whether the claims are of the forms the service signs; anything else, even validly signed, is refused. */

@@ -42,7 +42,7 @@ export const accountSchemas = {
     ...auth,
     operationId: 'auth.updateProfile',
     summary: 'Change the caller\'s own name, e-mail address or password',
-    description: 'Needs no permission. A new e-mail address or password needs `current_password`; whenever it is sent it is checked: a wrong one is 401, ' +
+    description: 'Needs no permission. A new e-mail address or password needs `current_password`, or a session reauthenticated in the last 5 minutes (POST /api/profile/reauthenticate); whenever it is sent it is checked: a wrong one is 401, ' +
       'counts as a failed login (rate limited per client IP and per e-mail address with logins, 429 with Retry-After) and is audited as one (`login-failed`). ' +
       'A new password (with `c_password`) ends every other session of the caller; this one stays, and so do the caller\'s API keys. ' +
       '`If-Match` takes the `ETag` of GET /api/profile. Roles are changed through PUT/PATCH /api/users/{id}.',

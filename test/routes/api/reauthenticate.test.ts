@@ -1,4 +1,4 @@
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { randomUUID } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import { generateSync } from 'otplib'
@@ -17,12 +17,11 @@ const sessionOf = (app: FastifyInstance, token: string) => (app.jwt.decode(token
 const audited = async (app: FastifyInstance, action: string, userId: number) =>
   await app.knex('audit_log').where({ action, actor_id: userId }).orderBy('id').select('session_id', 'after') as Array<{ session_id: string, after: Record<string, unknown> }>
 
-/** A user with a confirmed authenticator app, its secret, and a token of theirs. */
-async function enrolled (app: FastifyInstance) {
-  const user = await userWithRoles(app, [])
+/** A user with a confirmed authenticator app (its code of now spent by the confirmation), its secret, and a token of theirs. */
+async function enrolled (t: Test, app: FastifyInstance, roles: string[] = []) {
+  const user = await userWithRoles(app, roles)
   const { secret } = (await post(app, '/api/profile/mfa/totp', { current_password: PASSWORD }, user.token)).json().data as { secret: string }
-  t.equal((await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(secret) }, user.token)).statusCode, 200)
-  // A new step: the confirmation's code (and any before it) is spent.
+  t.equal((await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(secret) }, user.token)).statusCode, 200, 'enrolled')
   return { ...user, secret }
 }
 
@@ -59,39 +58,71 @@ t.test('a session reauthenticated with the password stands for it, in that sessi
   await app.knex('sessions').where({ id: sessionOf(app, user.token) }).update({ reauthenticated_at: app.knex.raw("now() - interval '301 seconds'") })
   t.equal((await newKey(app, user.token)).statusCode, 400, 'past 5 minutes, asked again')
 
-  t.match(await audited(app, 'reauthenticate', user.id), [{ session_id: String(sessionOf(app, user.token)), after: { user_id: user.id, factor: 'password' } }])
-  t.match(await audited(app, 'login-failed', user.id), [{ after: { user_id: user.id } }, { after: { user_id: user.id } }], 'each wrong password audited as a failed login')
+  const entries = await audited(app, 'reauthenticate', user.id)
+  t.equal(entries.length, 1)
+  t.match(entries, [{ session_id: String(sessionOf(app, user.token)), after: { user_id: user.id, factor: 'password' } }])
+  const failures = await audited(app, 'login-failed', user.id)
+  t.equal(failures.length, 2, 'each wrong password audited as a failed login')
+  t.match(failures, [{ after: { user_id: user.id, email: user.email } }, { after: { user_id: user.id, email: user.email } }])
 })
 
-t.test('the profile\'s and a user\'s own e-mail address and password, the second factors and passkeys take the reauthenticated session\'s word', async t => {
+t.test('every route that asks for the password again takes the reauthenticated session\'s word, that session\'s only, a body left out', async t => {
   const app = await build(t)
   const user = await userWithRoles(app, ['Admin'])
-  const etag = async () => (await app.inject({ url: '/api/profile', headers: bearer(user.token) })).headers.etag as string
-  const patchProfile = async (payload: object) => app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(user.token), 'if-match': await etag() }, payload })
-  const patchSelf = (payload: object) => app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: { ...bearer(user.token), 'if-match': '*' }, payload })
-  const start = () => post(app, '/api/profile/mfa/totp', {}, user.token)
-
-  t.equal((await patchProfile({ email: 'new1@example.com' })).statusCode, 400)
-  t.equal((await patchSelf({ email: 'new2@example.com' })).statusCode, 400)
-  t.equal((await patchSelf({ password: 'a brand new password', c_password: 'a brand new password' })).statusCode, 400)
-  t.equal((await start()).statusCode, 400)
-  t.equal((await post(app, '/api/profile/passkeys/options', {}, user.token)).statusCode, 400)
-  t.equal((await patchProfile({ name: 'A name needs no proof' })).statusCode, 200)
+  const other = await login(app, user.email)
+  const etag = async (token: string) => (await app.inject({ url: '/api/profile', headers: bearer(token) })).headers.etag as string
+  const { id: passkeyId } = await app.knex('passkeys').insert({ user_id: user.id, credential_id: 'cred-1', public_key: Buffer.from('key'), name: 'Laptop' }).returning('id').then(rows => rows[0] as { id: number })
+  // Each sensitive change without current_password, as the token's session asks it; what it answers once the session's word stands.
+  const routes: Array<{ name: string, ask: (token: string) => Promise<{ statusCode: number, json: () => any }>, then: number }> = [
+    { name: 'a new API key', ask: token => newKey(app, token), then: 201 },
+    { name: 'a new e-mail address, through the profile', ask: async token => app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(token), 'if-match': await etag(token) }, payload: { email: 'new1@example.com' } }), then: 200 },
+    { name: 'a new e-mail address of one\'s own, through the users', ask: token => app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: { ...bearer(token), 'if-match': '*' }, payload: { email: 'new2@example.com' } }), then: 200 },
+    { name: 'new recovery codes', ask: token => app.inject({ method: 'POST', url: '/api/profile/mfa/recovery-codes', headers: bearer(token) }), then: 409 },
+    { name: 'an enrolment of an app', ask: token => app.inject({ method: 'POST', url: '/api/profile/mfa/totp', headers: bearer(token) }), then: 200 },
+    { name: 'the app turned off', ask: token => app.inject({ method: 'DELETE', url: '/api/profile/mfa/totp', headers: bearer(token) }), then: 200 },
+    { name: 'a passkey\'s options', ask: token => app.inject({ method: 'POST', url: '/api/profile/passkeys/options', headers: bearer(token) }), then: 200 },
+    { name: 'a passkey removed', ask: token => app.inject({ method: 'DELETE', url: `/api/profile/passkeys/${passkeyId}`, headers: bearer(token) }), then: 200 },
+    { name: 'a new password of one\'s own', ask: token => app.inject({ method: 'PATCH', url: `/api/users/${user.id}`, headers: { ...bearer(token), 'if-match': '*' }, payload: { password: 'a brand new password', c_password: 'a brand new password' } }), then: 200 }
+  ]
+  for (const route of routes) {
+    const asked = await route.ask(user.token)
+    t.equal(asked.statusCode, 400, `${route.name}: asked for the password`)
+    t.match(asked.json(), { code: 'invalid_body', data: { current_password: [/: send it, or reauthenticate this session first/] } }, route.name)
+  }
+  t.equal((await app.inject({ method: 'PATCH', url: '/api/profile', headers: { ...bearer(user.token), 'if-match': await etag(user.token) }, payload: { name: 'A name needs no proof' } })).statusCode, 200)
 
   t.equal((await reauthenticate(app, user.token, { current_password: PASSWORD })).statusCode, 200)
-  t.equal((await patchProfile({ email: 'new1@example.com' })).statusCode, 200)
-  t.equal((await patchSelf({ email: 'new2@example.com' })).statusCode, 200)
-  t.equal((await start()).statusCode, 200)
-  t.equal((await post(app, '/api/profile/passkeys/options', {}, user.token)).statusCode, 200)
-  t.equal((await app.inject({ method: 'DELETE', url: '/api/profile/mfa/totp', headers: bearer(user.token) })).statusCode, 200, 'a DELETE without a body')
-  const changed = await patchSelf({ password: 'a brand new password', c_password: 'a brand new password' })
-  t.equal(changed.statusCode, 200, 'a new password: the session it changed in stays, reauthenticated')
-  t.ok(await login(app, 'new2@example.com', 'a brand new password'))
+  for (const route of routes) {
+    t.equal((await route.ask(other)).statusCode, 400, `${route.name}: not in another session of the user`)
+    const res = await route.ask(user.token)
+    t.equal(res.statusCode, route.then, `${route.name}: on the session's word`)
+  }
+  t.ok(await login(app, 'new2@example.com', 'a brand new password'), 'the new address and password log in')
+  const stays = await newKey(app, user.token, { name: 'after the new password' })
+  t.equal(stays.statusCode, 201, 'the session the password changed in stays, and its word with it')
+})
+
+t.test('a session ended, or its word expired, while a change waited for the user\'s row does not stand for the password', async t => {
+  const app = await build(t)
+  const user = await userWithRoles(app, [])
+  t.equal((await reauthenticate(app, user.token, { current_password: PASSWORD })).statusCode, 200)
+  // A logout of the session, holding the user's row, as every change of a user takes it first.
+  const holder = await app.knex.transaction()
+  t.teardown(() => holder.isCompleted() ? undefined : holder.rollback())
+  await holder('users').where({ id: user.id }).forNoKeyUpdate().select('id')
+  const made = newKey(app, user.token)
+  t.ok(await lockWaiters(app, 1), 'the key, its session\'s word taken, waits for the user\'s row')
+  await holder('sessions').where({ id: sessionOf(app, user.token) }).update({ ended_at: holder.fn.now(), end_reason: 'logout' })
+  await holder.commit()
+  const res = await made
+  t.equal(res.statusCode, 400)
+  t.match(res.json(), { code: 'invalid_body', data: { current_password: [String] } })
+  t.same(await app.knex('api_keys').where({ user_id: user.id }).select('id'), [], 'no key made')
 })
 
 t.test('with the authenticator app\'s code, once each; an account without an app is told so', async t => {
   const app = await build(t)
-  const user = await enrolled(app)
+  const user = await enrolled(t, app)
   const code = codeOf(user.secret, 30)
 
   const wrong = await reauthenticate(app, user.token, { code: codeOf(user.secret, 600) })
@@ -106,8 +137,12 @@ t.test('with the authenticator app\'s code, once each; an account without an app
 
   const off = await app.inject({ method: 'DELETE', url: '/api/profile/mfa/totp', headers: bearer(user.token), payload: {} })
   t.equal(off.statusCode, 200, 'the app turned off without the password')
-  t.match(await audited(app, 'reauthenticate', user.id), [{ after: { factor: 'totp' } }])
-  t.match(await audited(app, 'login-failed', user.id), [{ after: { factor: 'totp' } }, { after: { factor: 'totp' } }])
+  const entries = await audited(app, 'reauthenticate', user.id)
+  t.equal(entries.length, 1)
+  t.match(entries, [{ after: { factor: 'totp' } }])
+  const failures = await audited(app, 'login-failed', user.id)
+  t.equal(failures.length, 2)
+  t.match(failures, [{ after: { factor: 'totp' } }, { after: { factor: 'totp' } }])
 
   const none = await reauthenticate(app, user.token, { code: '123456' })
   t.equal(none.statusCode, 409)
@@ -116,7 +151,7 @@ t.test('with the authenticator app\'s code, once each; an account without an app
 
 t.test('the tenth wrong code in a row holds the app\'s codes back, as at login', async t => {
   const app = await build(t)
-  const user = await enrolled(app)
+  const user = await enrolled(t, app)
   await app.knex('totp_factors').where({ user_id: user.id }).update({ failures: 9 })
   t.equal((await reauthenticate(app, user.token, { code: codeOf(user.secret, 600) })).statusCode, 401)
   const held = await reauthenticate(app, user.token, { code: codeOf(user.secret, 30) })
@@ -175,4 +210,26 @@ t.test('a session ended while its proof was checked is not reauthenticated', asy
   t.equal(res.statusCode, 401)
   t.equal(res.json().code, 'invalid_token')
   t.equal((await audited(app, 'reauthenticate', user.id)).length, 0)
+})
+
+t.test('the fifth wrong code tried in a session ends it; a good one starts the count afresh', async t => {
+  const app = await build(t)
+  const user = await enrolled(t, app)
+  const wrong = () => reauthenticate(app, user.token, { code: codeOf(user.secret, 600) })
+  for (let i = 0; i < 3; i++) t.equal((await wrong()).statusCode, 401)
+  t.equal((await reauthenticate(app, user.token, { code: codeOf(user.secret, 30) })).statusCode, 200, 'a good code')
+  for (let i = 0; i < 4; i++) t.equal((await wrong()).json().code, 'invalid_mfa_code', 'counted afresh')
+  const fifth = await wrong()
+  t.equal(fifth.statusCode, 401)
+  t.match(fifth.json(), { code: 'invalid_mfa_code', message: /the 5th wrong proof ended this session: log in again$/ })
+  t.equal((await app.inject({ url: '/api/profile', headers: bearer(user.token) })).statusCode, 401, 'the session has ended')
+  t.match(await audited(app, 'end', user.id), [{ session_id: String(sessionOf(app, user.token)), after: { end_reason: 'reauthentication failed' } }])
+})
+
+t.test('a user whose role requires a second factor may reauthenticate to enrol one', async t => {
+  const app = await build(t, config => { config.auth.mfaRequiredRoles = ['Admin'] })
+  const user = await userWithRoles(app, ['Admin'])
+  t.equal((await newKey(app, user.token, { current_password: PASSWORD })).json().code, 'mfa_enrolment_required')
+  t.equal((await reauthenticate(app, user.token, { current_password: PASSWORD })).statusCode, 200)
+  t.equal((await app.inject({ method: 'POST', url: '/api/profile/mfa/totp', headers: bearer(user.token) })).statusCode, 200, 'the enrolment starts without the password')
 })

@@ -68,7 +68,7 @@ export const keySchemas = {
     ...auth,
     operationId: 'keys.store',
     summary: 'Make an API key',
-    description: 'Answers the key\'s secret this once. Needs the caller\'s `current_password`: a wrong one is 401 and counts as a failed login ' +
+    description: 'Answers the key\'s secret this once. Needs the caller\'s `current_password`, or a session reauthenticated in the last 5 minutes (POST /api/profile/reauthenticate): a wrong one is 401 and counts as a failed login ' +
       '(rate limited per client IP and per e-mail address with logins, 429 with Retry-After). Its permissions must be ones the caller holds (403 otherwise). A key may carry a rate limit and a daily quota of its own, never above the caller\'s (400). A key authenticates as `Authorization: Bearer sk_…` on every route its permissions allow, but cannot manage keys, sessions or the profile. Not replayed by `Idempotency-Key`: a secret is never stored to be answered again.',
     body: Type.Ref(NewApiKey),
     response: { 201: CreatedKey, ...errorResponses(400, 401, 403, 413, 415, 429) }

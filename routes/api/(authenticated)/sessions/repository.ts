@@ -35,13 +35,16 @@ export type Refresh =
   | { outcome: 'unknown' | 'expired' | 'ended' }
 
 /** Why a session ended, as `sessions.end_reason` keeps it. */
-export type EndReason = 'logout' | 'ended by its user' | 'all sessions ended' | 'refresh token reused' | 'superseded'
+export type EndReason = 'logout' | 'ended by its user' | 'all sessions ended' | 'refresh token reused' | 'superseded' | 'reauthentication failed'
 
 /**
  * Live sessions a user may have: a login past it ends the oldest. Logins are rate limited, but
  * over SESSION_MAX_AGE they would add up without bound, and GET /api/sessions lists them all.
  */
 export const SESSIONS_PER_USER = 100
+
+/** Wrong codes or passkeys a session may try to reauthenticate: the last ends it. */
+export const REAUTHENTICATION_FAILURES = 5
 
 const SESSION_COLUMNS = 'id::float8 as id, created_at, last_used_at, expires_at, user_agent, ip'
 const LIVE = 'ended_at is null and expires_at > now()'
@@ -234,9 +237,20 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
      */
     async reauthenticated (userId: number, sessionId: number, trx: Knex): Promise<string | undefined> {
       const [row] = await trx('sessions').where({ id: sessionId, user_id: userId }).whereRaw(LIVE)
-        .update({ reauthenticated_at: trx.fn.now() })
+        .update({ reauthenticated_at: trx.fn.now(), reauthentication_failures: 0 })
         .returning(trx.raw('reauthenticated_at + make_interval(secs => ?) as until', [REAUTHENTICATION_SECONDS])) as Array<{ until: string }>
       return row?.until
+    },
+
+    /**
+     * Counts a wrong code or passkey tried to reauthenticate the user's session; the
+     * REAUTHENTICATION_FAILURES-th ends it: the session ended, if it did.
+     */
+    async failedReauthentication (userId: number, sessionId: number, trx: Knex): Promise<EndedSession | undefined> {
+      const [row] = await trx('sessions').where({ id: sessionId, user_id: userId }).whereRaw(LIVE)
+        .increment('reauthentication_failures', 1).returning('reauthentication_failures') as Array<{ reauthentication_failures: number }>
+      if (row === undefined || row.reauthentication_failures < REAUTHENTICATION_FAILURES) return undefined
+      return (await end(trx, qb => qb.where({ id: sessionId, user_id: userId }), 'reauthentication failed'))[0]
     },
 
     /** Deletes what is past (SWEEP_SESSIONS, SWEEP_REFRESH_TOKENS); a failure is only logged. */

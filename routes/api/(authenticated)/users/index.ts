@@ -83,9 +83,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   }
 
   /**
-   * The caller's own address or password changes as the profile's do, with their password: an
-   * access token alone (an administrator's stolen one) cannot take its own account over, nor
-   * keep its keys through it (a caller's own password change leaves their keys).
+   * The caller's own address or password changes as the profile's do, with their password (or
+   * a session reauthenticated in the last 5 minutes): an access token alone (an administrator's
+   * stolen one) cannot take its own account over, nor keep its keys through it (a caller's own
+   * password change leaves their keys).
    */
   const CURRENT_PASSWORD_NEEDED = 'is needed to change your own e-mail address or password'
 

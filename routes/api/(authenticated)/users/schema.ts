@@ -104,7 +104,7 @@ export const userSchemas = {
     operationId: method === 'PUT' ? 'users.update' : 'users.patch',
     summary: method === 'PUT' ? 'Replace a user' : 'Change some fields of a user',
     description: 'The password changes only when given (with c_password): it ends every session of the user (but the caller\'s own), and, set for someone else, revokes every API key of theirs. ' +
-      'The caller\'s own e-mail address or password changes only with their `current_password` (400 without it, 401 wrong), as the profile\'s. ' +
+      'The caller\'s own e-mail address or password changes only with their `current_password` (400 without it, 401 wrong), or in a session reauthenticated in the last 5 minutes (POST /api/profile/reauthenticate), as the profile\'s. ' +
       'Nobody can grant a role holding a permission they lack (403); the last holder of Admin cannot lose it (409). An API key cannot change the user it belongs to (403).',
     params: IdParams,
     body: method === 'PUT' ? UserReplacement : UserChanges,

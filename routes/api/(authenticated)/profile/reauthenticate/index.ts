@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { AuthenticationResponseJSON } from '@simplewebauthn/server'
+import type { Knex } from 'knex'
 import { credentialQueries, REAUTHENTICATION_SECONDS } from '../../../../../lib/auth/credential-queries.js'
 import { authenticatedCounter } from '../../../../../lib/auth/passkeys.js'
 import { CodedError } from '../../../../../lib/http/error-codes.js'
 import type { Change } from '../../../../../plugins/app/audit.js'
-import { sessionsRepository } from '../../sessions/repository.js'
+import { REAUTHENTICATION_FAILURES, sessionsRepository } from '../../sessions/repository.js'
 import { mfaRepository } from '../mfa/repository.js'
 import { passkeysRepository } from '../passkeys/repository.js'
 import { reauthenticateSchemas } from './schema.js'
@@ -15,15 +16,16 @@ const BODY_LIMIT = 32 * 1024
 /** Which proof a reauthentication took, as the audit log names factors. */
 type Factor = 'password' | 'totp' | 'passkey'
 
-/** How a proof came out: the session's new deadline, or why not. */
-type Outcome = { until: string } | { refused: 'session' | 'code' | 'none' | 'token' | 'passkey' } | { locked: number }
+/** How a proof came out: the session's new deadline, or why not (`ended`: the failure ended the session). */
+type Outcome = { until: string } | { refused: 'session' | 'none' | 'token' } | { refused: 'code' | 'passkey', ended: boolean } | { locked: number }
 
 /**
- * `/api/profile/reauthenticate`: the step-up (README, "Second factors"). The session proves
- * again who holds it, by the password, the authenticator app's code or a passkey; for 5 minutes
- * its word stands for the password where a sensitive change asks for it again
+ * `/api/profile/reauthenticate`: the step-up (README, "Step-up"). The session proves again who
+ * holds it, by the password, the authenticator app's code or a passkey; for 5 minutes its word
+ * stands for the password where a sensitive change asks for it again
  * (plugins/app/password-check.ts). A proof and its session's mark commit together; a wrong
- * code is counted, and a passkey ceremony spent, whatever the answer.
+ * code is counted (against the app, as at login, and against the session, which the fifth
+ * wrong code or passkey ends), and a passkey ceremony spent, whatever the answer.
  */
 const reauthenticate: FastifyPluginAsyncTypebox = async (fastify) => {
   const factors = mfaRepository(fastify.database, fastify.callerCache)
@@ -37,14 +39,22 @@ const reauthenticate: FastifyPluginAsyncTypebox = async (fastify) => {
   // Counted per client IP, a malformed body too; a password is counted with logins as well.
   fastify.post('/', { schema: reauthenticateSchemas.reauthenticate, bodyLimit: BODY_LIMIT, preValidation: fastify.throttle('reauthenticate') }, async (request, reply) => {
     const { id: userId, sessionId } = request.user
-    if (sessionId === undefined) throw new CodedError('invalid_token', 'This access token belongs to no session: log in again to reauthenticate')
+    if (sessionId === undefined) {
+      reply.header('www-authenticate', 'Bearer realm="api"')
+      throw new CodedError('invalid_token', 'This access token belongs to no session: log in again to reauthenticate')
+    }
     const body = request.body
     const factor: Factor = 'current_password' in body ? 'password' : 'code' in body ? 'totp' : 'passkey'
-    const verified = 'current_password' in body ? await request.checkCurrentPassword(reply, body.current_password) : null
+    const verified = 'current_password' in body ? await request.checkCurrentPassword(reply, body.current_password, 'is the proof') : null
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
     if (verified === undefined) return
-    const failed = (refused: 'code' | 'passkey'): { result: Outcome, events: Change[] } =>
-      ({ result: { refused }, events: [{ action: 'login-failed', resource: 'session', id: sessionId, after: { user_id: userId, factor } }] })
+    /** A wrong code or passkey: counted against the session, which the last one ends. */
+    const failed = async (refused: 'code' | 'passkey', trx: Knex): Promise<{ result: Outcome, events: Change[] }> => {
+      const ended = await sessions.failedReauthentication(userId, sessionId, trx)
+      const events: Change[] = [{ action: 'login-failed', resource: 'session', id: sessionId, after: { user_id: userId, factor } }]
+      if (ended !== undefined) events.push({ action: 'end', resource: 'session', id: sessionId, after: { user_id: userId, end_reason: 'reauthentication failed' } })
+      return { result: { refused, ended: ended !== undefined }, events }
+    }
     const outcome = await request.recordEvents<Outcome>(async trx => {
       // A passkey's ceremony is spent first, whatever the answer comes to.
       const challenge = 'passkey_token' in body ? await passkeys.takeChallenge(body.passkey_token, null, trx) : undefined
@@ -57,13 +67,13 @@ const reauthenticate: FastifyPluginAsyncTypebox = async (fastify) => {
         const checked = await factors.checkTotp(userId, body.code, trx)
         if (checked.check === 'locked') return { result: { locked: checked.retryAfter }, events: [] }
         if (checked.check === 'none') return { result: { refused: 'none' }, events: [] }
-        if (checked.check !== 'accepted') return failed('code')
+        if (checked.check !== 'accepted') return await failed('code', trx)
       }
       if ('passkey_token' in body) {
         const passkey = await passkeys.lockByCredential(body.credential.id, trx)
-        if (passkey?.userId !== userId) return failed('passkey')
+        if (passkey?.userId !== userId) return await failed('passkey', trx)
         const counter = await authenticatedCounter(settings, body.credential as AuthenticationResponseJSON, challenge!, passkey)
-        if (counter === undefined) return failed('passkey')
+        if (counter === undefined) return await failed('passkey', trx)
         await passkeys.used(passkey.id, counter, trx)
       }
       const until = await sessions.reauthenticated(userId, sessionId, trx)
@@ -79,8 +89,9 @@ const reauthenticate: FastifyPluginAsyncTypebox = async (fastify) => {
       if (outcome.refused === 'token') throw new CodedError('invalid_passkey_token', 'The passkey ceremony is unknown, expired or spent: ask for new options (POST /api/login/passkey/options)')
       reply.header('www-authenticate', 'Bearer realm="api"')
       if (outcome.refused === 'session') throw new CodedError('invalid_token', 'The session ended meanwhile: log in again')
-      if (outcome.refused === 'code') throw new CodedError('invalid_mfa_code', 'The code does not match the authenticator app\'s, or was used before')
-      throw new CodedError('invalid_passkey', 'The passkey is not one of the caller\'s, or its answer does not verify')
+      const ended = 'ended' in outcome && outcome.ended ? `; the ${REAUTHENTICATION_FAILURES}th wrong proof ended this session: log in again` : ''
+      if (outcome.refused === 'code') throw new CodedError('invalid_mfa_code', `The code does not match the authenticator app's, or was used before${ended}`)
+      throw new CodedError('invalid_passkey', `The passkey is not one of the caller's, or its answer does not verify${ended}`)
     }
     return { success: true as const, data: { reauthenticated_until: outcome.until }, message: `For ${REAUTHENTICATION_SECONDS / 60} minutes this session may leave current_password out where it is asked again` }
   })

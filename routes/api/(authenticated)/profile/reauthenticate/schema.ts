@@ -13,7 +13,7 @@ export const reauthenticateSchemas = {
     description: 'Takes one proof: the password (`current_password`), a code of the authenticator app (`code`), or a passkey (the browser\'s answer to the options of POST /api/login/passkey/options, with their `passkey_token`). ' +
       'For 5 minutes after (`reauthenticated_until`), this session may leave `current_password` out where it is asked again: a new API key, e-mail address or password, a change of the second factors or passkeys. ' +
       'A wrong password is 401 `invalid_credentials` (counted with logins, 429 with Retry-After past their limits); a wrong code 401 `invalid_mfa_code` (the tenth in a row holds the app\'s codes back for 15 minutes, 429), and an account without an app 409 `mfa_not_enrolled`; ' +
-      'a passkey not the caller\'s, or an answer that does not verify, 401 `invalid_passkey`, and a ceremony unknown, spent or expired 400 `invalid_passkey_token`. Each failure is audited as a failed login; a success as `reauthenticate`. ' +
+      'a passkey not the caller\'s, or an answer that does not verify, 401 `invalid_passkey`, and a ceremony unknown, spent or expired 400 `invalid_passkey_token`. The fifth wrong code or passkey of a session ends it. A wrong password, code or passkey is audited as a failed login; a success as `reauthenticate`. ' +
       'Rate limited per client IP (429 with Retry-After). Not with an API key, nor with an access token of no session.',
     // One proof, never two: three shapes, each closed.
     body: Type.Union([

@@ -63,6 +63,14 @@ t.test('an error that trying again would not mend (no such database) ends start-
   t.match(server.logs.at(-1), { level: 60, msg: 'could not start', err: { message: 'database "no_such_database" does not exist' } })
 })
 
+t.test('start-up warns of a role of MFA_REQUIRED_ROLES that does not exist, whatever the case of those that do', async t => {
+  const server = await startServer({ ...await databaseEnv(t), MFA_REQUIRED_ROLES: 'admin, Auditors' })
+  t.teardown(() => server.kill())
+  const said = (start: string) => server.logs.filter(entry => typeof entry.msg === 'string' && entry.msg.startsWith(start))
+  t.ok(await within(5_000, () => said('serving at').length > 0))
+  t.same(said('MFA_REQUIRED_ROLES').map(({ level, roles }) => ({ level, roles })), [{ level: 40, roles: ['Auditors'] }])
+})
+
 t.test('start-up says where the service and its documentation are', async t => {
   const server = await startServer(await databaseEnv(t))
   t.teardown(() => server.kill())

@@ -11,9 +11,9 @@ import type { Knex } from 'knex'
  * - `recovery_codes`: the codes that stand in for a lost device, by their SHA-256 (random, so
  *   no slow hash is needed), each spent once.
  * - `mfa_challenges`: a login whose password matched and that waits for its second factor, by
- *   the SHA-256 of the opaque token the login answered; `password_hash` is the hash the login
- *   matched (a password changed since voids it, as it voids a login in flight); `failures`
- *   counts its wrong codes.
+ *   the SHA-256 of the opaque token the login answered; `password_digest` is the SHA-256 of
+ *   the password hash the login matched (a password changed since voids it, as it voids a
+ *   login in flight; no copy of the hash itself); `failures` counts its wrong codes.
  * A factor confirmed or ended tells every instance (`user:<id>` on `auth_changed`, as a change
  * of roles does): with MFA_REQUIRED_ROLES, whether a token serves only an enrolment hangs on it.
  */
@@ -39,7 +39,7 @@ export async function up (knex: Knex): Promise<void> {
     create table mfa_challenges (
       token_hash bytea primary key,
       user_id integer not null references users (id) on delete cascade,
-      password_hash text not null,
+      password_digest bytea not null,
       expires_at timestamptz not null,
       failures integer not null default 0
     );

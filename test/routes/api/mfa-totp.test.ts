@@ -158,6 +158,10 @@ t.test('the fifth wrong code spends the login; an expired one, or one of a passw
   await app.knex('totp_factors').where({ user_id: id }).update({ last_step: Math.floor(Date.now() / 30_000) - 5 })
 
   const stale = await challenge(app, email)
+  // What the challenge keeps of the password: a digest of its hash, not the hash.
+  const { password } = await app.knex('users').where({ id }).first('password')
+  const kept = await app.knex('mfa_challenges').where({ user_id: id }).select('password_digest') as Array<{ password_digest: Buffer }>
+  t.ok(kept.length > 0 && kept.every(row => row.password_digest.length === 32 && !row.password_digest.toString('latin1').includes(password)))
   await app.knex('users').where({ id }).update({ password: await app.passwords.hash('another password entirely') })
   t.equal((await post(app, '/api/login/mfa', { mfa_token: stale, code: codeOf(secret, 30) })).json().code, 'invalid_mfa_token')
 })

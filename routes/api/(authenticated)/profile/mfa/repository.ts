@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import type { Knex } from 'knex'
 import type { CallerCache } from '../../../../../lib/auth/caller-cache.js'
 import type { Database } from '../../../../../lib/db/prepared-query.js'
@@ -22,8 +23,14 @@ export const MFA_LOCK_SECONDS = 900
 /** Wrong codes an enrolment takes before it ends: start again, with the password. */
 export const ENROLMENT_FAILURES = 5
 
-/** A login waiting for its second factor: whose, and the password hash it matched. */
-export interface Challenge { user_id: number, password_hash: string }
+/** A login waiting for its second factor: whose, and the SHA-256 of the password hash it matched. */
+export interface Challenge { user_id: number, password_digest: Buffer }
+
+/**
+ * What a challenge keeps of the password hash its login matched: its SHA-256, enough to tell
+ * whether the password changed since, and no copy of the hash in another table.
+ */
+const passwordDigest = (passwordHash: string) => createHash('sha256').update(passwordHash).digest()
 
 /** What checking a code against a factor came to. */
 export type CodeCheck = 'accepted' | 'wrong' | 'none'
@@ -148,19 +155,24 @@ function createMfaRepository (database: Database, cache: CallerCache) {
       const { token, hash } = newMailedToken()
       await trx('mfa_challenges').where({ user_id: userId }).where('expires_at', '<=', trx.fn.now()).delete()
       await trx('mfa_challenges').insert({
-        token_hash: hash, user_id: userId, password_hash: passwordHash, expires_at: trx.raw('now() + make_interval(secs => ?)', [MFA_CHALLENGE_TTL_SECONDS])
+        token_hash: hash, user_id: userId, password_digest: passwordDigest(passwordHash), expires_at: trx.raw('now() + make_interval(secs => ?)', [MFA_CHALLENGE_TTL_SECONDS])
       })
       return token
     },
 
     /** The challenge of this token, if it still works. */
     async findChallenge (token: string, trx: Knex): Promise<Challenge | undefined> {
-      return await live(trx).where('token_hash', mailedTokenHash(token)).first<Challenge | undefined>('user_id', 'password_hash')
+      return await live(trx).where('token_hash', mailedTokenHash(token)).first<Challenge | undefined>('user_id', 'password_digest')
     },
 
     /** The challenge of this token, if it still works, locked until `trx` ends. */
     async lockChallenge (token: string, trx: Knex): Promise<Challenge | undefined> {
-      return await live(trx).where('token_hash', mailedTokenHash(token)).forUpdate().first<Challenge | undefined>('user_id', 'password_hash')
+      return await live(trx).where('token_hash', mailedTokenHash(token)).forUpdate().first<Challenge | undefined>('user_id', 'password_digest')
+    },
+
+    /** Whether the user's password is still the one the challenge's login matched (undefined: the user is gone). */
+    passwordUnchangedSince (challenge: Challenge, passwordHash: string | undefined): passwordHash is string {
+      return passwordHash !== undefined && passwordDigest(passwordHash).equals(challenge.password_digest)
     },
 
     /** The challenge completed: it works once. */

@@ -2,7 +2,7 @@ import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { generateSync } from 'otplib'
 import { build, buildApp, createDatabase, testConfig, within } from '../../helper.js'
-import { bearer, PASSWORD, userWithRoles } from './accounts.js'
+import { bearer, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 
 /** The authenticator app's code `offsetSeconds` from now. */
 const codeOf = (secret: string, offsetSeconds = 0) => generateSync({ secret, epoch: Math.floor(Date.now() / 1000) + offsetSeconds })
@@ -13,8 +13,8 @@ const startLogin = (app: FastifyInstance, email: string, password = PASSWORD) =>
 const status = async (app: FastifyInstance, token: string) => (await app.inject({ url: '/api/profile/mfa', headers: bearer(token) })).json().data
 
 /** A user with a confirmed authenticator app: its secret, recovery codes, and a token of theirs. */
-async function enrolled (app: FastifyInstance) {
-  const user = await userWithRoles(app, [])
+async function enrolled (app: FastifyInstance, roles: string[] = []) {
+  const user = await userWithRoles(app, roles)
   const started = await post(app, '/api/profile/mfa/totp', { current_password: PASSWORD }, user.token)
   const { secret } = started.json().data as { secret: string }
   const confirmed = await post(app, '/api/profile/mfa/totp/confirm', { code: codeOf(secret) }, user.token)
@@ -320,4 +320,30 @@ t.test('MFA_REQUIRED_ROLES: a holder without a factor gets tokens that serve onl
   t.equal(off.statusCode, 200)
   t.equal((await clients(strict, bearer(admin.token))).json().code, 'mfa_enrolment_required', 'a factor turned off brings the restriction back')
   t.ok(await within(2_000, async () => (await clients(other, bearer(admin.token))).statusCode === 403), 'on the other instance too')
+})
+
+t.test('a user who lost the app and its recovery codes: one who may edit them turns it off, with their own password', async t => {
+  const app = await build(t)
+  const user = await enrolled(app)
+  const admin = await userWithRoles(app, ['Admin'])
+  const remove = (token: string, id: number, payload?: object) =>
+    app.inject({ method: 'DELETE', url: `/api/users/${id}/mfa`, headers: bearer(token), ...(payload === undefined ? {} : { payload }) })
+
+  t.match((await remove(admin.token, user.id)).json(), { statusCode: 400, code: 'invalid_body', data: { current_password: [/^is needed to turn a user's second factor off/] } })
+  t.equal((await remove(admin.token, user.id, { current_password: 'not it' })).statusCode, 401)
+  await roleWithPermissions(app, 'Helpdesk', ['user-list', 'user-edit'])
+  const helpdesk = await userWithRoles(app, ['Helpdesk'])
+  t.equal((await remove(admin.token, helpdesk.id, { current_password: PASSWORD })).statusCode, 409, 'a user without an app: nothing to turn off')
+  t.match((await remove(helpdesk.token, (await enrolled(app, ['Admin'])).id, { current_password: PASSWORD })).json(), { statusCode: 403 }, 'nobody acts on a user holding more than they do')
+  t.equal((await remove(admin.token, 999999, { current_password: PASSWORD })).statusCode, 404)
+
+  const off = await remove(admin.token, user.id, { current_password: PASSWORD })
+  t.equal(off.statusCode, 200)
+  t.same(off.json().data, null)
+  t.ok((await startLogin(app, user.email)).json().data, 'the user logs in with the password alone')
+  t.same(await status(app, user.token), { totp: { enabled: false, pending: false, confirmed_at: null }, recovery_codes_left: 0 })
+  t.equal((await remove(admin.token, user.id, { current_password: PASSWORD })).json().code, 'mfa_not_enrolled')
+  const entries = await app.knex('audit_log').where({ action: 'mfa-disable', resource_id: String(user.id) }).select('actor_id', 'after')
+  t.match(entries, [{ actor_id: admin.id, after: { factor: 'totp' } }])
+  t.equal(entries.length, 1)
 })

@@ -10,6 +10,7 @@ import { representationTagger } from '../../../../lib/http/entity-tags.js'
 import { NamedRef } from '../../../../schemas/common.js'
 import type { RecordKind } from '../../../../plugins/app/write-path.js'
 import { apiKeysRepository } from '../keys/repository.js'
+import { mfaRepository } from '../profile/mfa/repository.js'
 import { rolesRepository } from '../roles/repository.js'
 import adminAccount from './admin-account.js'
 import { usersRepository } from './repository.js'
@@ -34,6 +35,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   const repository = usersRepository(fastify.database, fastify.callerCache)
   const roleRepository = rolesRepository(fastify.database, fastify.callerCache)
   const keyRepository = apiKeysRepository(fastify.database, fastify.callerCache)
+  const factors = mfaRepository(fastify.database, fastify.callerCache)
   const { forbidden, notFound } = fastify.httpErrors
   const userNotFound = (id: number) => notFound(`User ${id} not found`)
   const kind: RecordKind<User> = {
@@ -176,6 +178,28 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       }
     })
   }
+
+  // A user's lost authenticator app (the phone, and its recovery codes with it): turned off by
+  // someone who may edit them, with their own password again (or their session's word), as
+  // turning one's own off takes it: a stolen access token strips nobody's second factor.
+  fastify.delete('/:id/mfa', { schema: userSchemas.removeFactor, onRequest: fastify.can('user-edit') }, async (request, reply) => {
+    const { id } = request.params
+    notByOwnKey(request, id)
+    const proof = await request.checkCurrentPassword(reply, request.body.current_password, 'is needed to turn a user\'s second factor off')
+    /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
+    if (proof === undefined) return
+    await request.recordEvents(async trx => {
+      // The Admin role's lock first, as every change of a user takes it; then the caller's row,
+      // then the user's.
+      await roleRepository.lockAdmin(trx)
+      await request.passwordUnchanged(reply, trx, proof)
+      if (await repository.findLocked(id, trx) === undefined) throw userNotFound(id)
+      await mayActOn(id, request.user.permissions, 'edit', trx)
+      if (!await factors.disableTotp(id, trx)) throw new CodedError('mfa_not_enrolled', `User ${id} has no authenticator app`)
+      return { result: null, events: [{ action: 'mfa-disable', resource: 'user', id, after: { factor: 'totp' } }] }
+    })
+    return { success: true as const, data: null, message: 'The user\'s authenticator app is off: their logins need the password only, until they enrol one again' }
+  })
 
   fastify.delete('/:id', { schema: userSchemas.destroy, onRequest: fastify.can('user-delete') }, async (request) => {
     const { id } = request.params

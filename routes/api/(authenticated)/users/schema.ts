@@ -111,6 +111,16 @@ export const userSchemas = {
     headers: WriteHeaders,
     response: { 200: Tagged(TaggedUserEnvelope, 'The user as changed'), ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415, 428) }
   }),
+  removeFactor: {
+    ...auth,
+    operationId: 'users.removeFactor',
+    summary: 'Turn a user\'s authenticator app off',
+    description: 'For a user who lost the device and its recovery codes: ends their authenticator app (or an enrolment under way), its recovery codes and their logins waiting for a code; their logins need the password only until they enrol again. ' +
+      'Needs `user-edit` and every permission the user holds (403), and the caller\'s own `current_password` (or a session reauthenticated in the last 5 minutes). A user without an app is 409 `mfa_not_enrolled`. An API key cannot do it to the user it belongs to (403). Audited as `mfa-disable` of the user by the caller.',
+    params: IdParams,
+    body: Type.Object({ current_password: CurrentPassword('needed to turn a user\'s second factor off') }, { additionalProperties: false }),
+    response: { 200: Envelope(Type.Null(), { description: 'Off' }), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429) }
+  },
   destroy: {
     ...auth,
     operationId: 'users.destroy',

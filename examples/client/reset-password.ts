@@ -5,10 +5,11 @@
 //   npx tsx examples/client/reset-password.ts <service URL> forgot <e-mail address>
 //   npx tsx examples/client/reset-password.ts <service URL> reset <token> <new password> <e-mail address>
 //
-// The second sets the password, and logs in with it. The service needs SMTP_URL and MAIL_FROM.
+// The second sets the password, and logs in with it. The service needs SMTP_URL (README,
+// "Configuration"). A real front end takes the password from a form, not from its arguments.
 import { check, serviceAt } from './client.js'
 
-const [baseUrl = 'http://127.0.0.1:3000', step, ...args] = process.argv.slice(2)
+const [baseUrl = '', step, ...args] = process.argv.slice(2)
 const api = serviceAt(baseUrl)
 
 if (step === 'forgot') {

@@ -22,10 +22,12 @@ export const SECURITY_HEADERS: Record<string, string> = {
  */
 const AUTHENTICATED_INTERFACE = /^\/api\/(?!v1\/)/
 
+// By the route matched, not the URL as sent: `/%61pi/login` is routed as `/api/login`.
+
 export default fp(async (fastify) => {
   fastify.addHook('onRequest', (request, reply, done) => {
     reply.headers(SECURITY_HEADERS)
-    if (AUTHENTICATED_INTERFACE.test(request.url)) reply.header('cache-control', 'no-store')
+    if (AUTHENTICATED_INTERFACE.test(request.routeOptions.url ?? '')) reply.header('cache-control', 'no-store')
     done()
   })
 }, { name: 'security-headers', dependencies: ['request-log'] })

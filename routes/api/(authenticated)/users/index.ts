@@ -91,6 +91,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
    * password change leaves their keys).
    */
   const CURRENT_PASSWORD_NEEDED = 'is needed to change your own e-mail address or password'
+  const REMOVE_FACTOR_NEEDS = 'is needed to turn a user\'s second factor off'
 
   /** Refuses to leave no user holding Admin. */
   async function keepAnAdmin (trx: Knex) {
@@ -182,10 +183,10 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
   // A user's lost authenticator app (the phone, and its recovery codes with it): turned off by
   // someone who may edit them, with their own password again (or their session's word), as
   // turning one's own off takes it: a stolen access token strips nobody's second factor.
-  fastify.delete('/:id/mfa', { schema: userSchemas.removeFactor, onRequest: fastify.can('user-edit') }, async (request, reply) => {
+  // Not with an API key, as no route of second factors takes one.
+  fastify.delete('/:id/mfa', { schema: userSchemas.removeFactor, onRequest: [fastify.can('user-edit'), fastify.refuseKeys] }, async (request, reply) => {
     const { id } = request.params
-    notByOwnKey(request, id)
-    const proof = await request.checkCurrentPassword(reply, request.body.current_password, 'is needed to turn a user\'s second factor off')
+    const proof = await request.checkCurrentPassword(reply, request.body.current_password, REMOVE_FACTOR_NEEDS)
     /* c8 ignore next -- a client gone, or answered 503, before its hash's turn (plugins/app/password-check.ts) */
     if (proof === undefined) return
     await request.recordEvents(async trx => {
@@ -198,7 +199,7 @@ const users: FastifyPluginAsyncTypebox = async (fastify) => {
       if (!await factors.disableTotp(id, trx)) throw new CodedError('mfa_not_enrolled', `User ${id} has no authenticator app`)
       return { result: null, events: [{ action: 'mfa-disable', resource: 'user', id, after: { factor: 'totp' } }] }
     })
-    return { success: true as const, data: null, message: 'The user\'s authenticator app is off: their logins need the password only, until they enrol one again' }
+    return { success: true as const, data: null, message: 'The user\'s authenticator app is off: their logins take no second step, until they enrol one again' }
   })
 
   fastify.delete('/:id', { schema: userSchemas.destroy, onRequest: fastify.can('user-delete') }, async (request) => {

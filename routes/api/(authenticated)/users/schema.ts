@@ -115,8 +115,8 @@ export const userSchemas = {
     ...auth,
     operationId: 'users.removeFactor',
     summary: 'Turn a user\'s authenticator app off',
-    description: 'For a user who lost the device and its recovery codes: ends their authenticator app (or an enrolment under way), its recovery codes and their logins waiting for a code; their logins need the password only until they enrol again. ' +
-      'Needs `user-edit` and every permission the user holds (403), and the caller\'s own `current_password` (or a session reauthenticated in the last 5 minutes). A user without an app is 409 `mfa_not_enrolled`. An API key cannot do it to the user it belongs to (403). Audited as `mfa-disable` of the user by the caller.',
+    description: 'For a user who lost the device and its recovery codes: ends their authenticator app (or an enrolment under way), its recovery codes and their logins waiting for a code; their logins take no second step until they enrol again. ' +
+      'Needs `user-edit` and every permission the user holds (403), and the caller\'s own `current_password` (or a session reauthenticated in the last 5 minutes). A user without an app is 409 `mfa_not_enrolled`. Not with an API key (403 `access_token_required`). Audited as `mfa-disable` of the user by the caller.',
     params: IdParams,
     body: Type.Object({ current_password: CurrentPassword('needed to turn a user\'s second factor off') }, { additionalProperties: false }),
     response: { 200: Envelope(Type.Null(), { description: 'Off' }), ...errorResponses(400, 401, 403, 404, 409, 413, 415, 429) }

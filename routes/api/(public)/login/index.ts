@@ -60,7 +60,7 @@ const login: FastifyPluginAsyncTypebox = async (fastify) => {
       const password = await credentials.lockedPassword(userId, trx)
       const locked = await factors.lockChallenge(token, trx)
       if (locked === undefined) return { result: { refused: 'token' }, events: [] }
-      if (!factors.passwordUnchangedSince(locked, password)) {
+      if (password === undefined || !factors.passwordUnchangedSince(locked, password)) {
         // The password changed (or the user went) since the login: it no longer stands.
         await factors.spendChallenge(token, trx)
         return { result: { refused: 'token' }, events: [] }

@@ -171,7 +171,7 @@ function createMfaRepository (database: Database, cache: CallerCache) {
     },
 
     /** Whether the user's password is still the one the challenge's login matched (undefined: the user is gone). */
-    passwordUnchangedSince (challenge: Challenge, passwordHash: string | undefined): passwordHash is string {
+    passwordUnchangedSince (challenge: Challenge, passwordHash: string | undefined): boolean {
       return passwordHash !== undefined && passwordDigest(passwordHash).equals(challenge.password_digest)
     },
 

@@ -73,21 +73,28 @@ const publicRoutes: FastifyPluginAsyncTypebox = async (fastify) => {
       throw new CodedError('email_unverified', 'Verify the account\'s e-mail address first: follow the link mailed to it, or ask for another with POST /api/email/resend')
     }
     const { id, password: verified, mfa } = user!
-    if (mfa) {
-      // The password matched; the session waits for the second factor (routes/api/(public)/login/).
+    // The password matched; the session waits for the second factor (routes/api/(public)/login/).
+    const challenge = async () => {
       const token = await request.recordEvents(async trx => ({
         result: await factors.issueChallenge(id, verified, trx),
         events: [{ action: 'mfa-challenge', resource: 'session', id: null, after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] }, actor: { id } }] as const
       }))
       return { success: true as const, mfa_required: true as const, mfa_token: token, expires_in: MFA_CHALLENGE_TTL_SECONDS, message: 'Send a code of the authenticator app (or a recovery code) with mfa_token to POST /api/login/mfa' }
     }
+    if (mfa) return await challenge()
     // One statement: the session, the end of the oldest past the cap, and their audit entries;
-    // none if the password changed or the user went while the hash was checked.
+    // none if the password changed, the user went, or a second factor was confirmed while the
+    // hash was checked.
     const started = await request.recordStatementEvents([
       { action: 'login', resource: 'session', idColumn: 'id', after: { user_id: id, ip: request.ip, user_agent: request.headers['user-agent'] } },
       { action: 'end', resource: 'session', idColumn: 'superseded', each: true, after: { user_id: id, end_reason: 'superseded' } }
-    ], { userId: id, sessionColumn: 'id' }, cteWrites => sessions.start(fastify.knex, id, verified, sessionClient(request), cteWrites))
-    if (started === undefined) throw await refused()
+    ], { userId: id, sessionColumn: 'id' }, cteWrites => sessions.start(fastify.knex, id, verified, sessionClient(request), cteWrites, true))
+    if (started === undefined) {
+      // The factor confirmed meanwhile: the login waits for it, as it would have.
+      const now = await credentials.find(email)
+      if (now?.id === id && now.password === verified && now.mfa) return await challenge()
+      throw await refused()
+    }
     return { success: true as const, ...fastify.sessionTokens(started.session, started.refreshToken, started.issuedAt) }
   })
 

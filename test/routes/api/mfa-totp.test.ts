@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { generateSync } from 'otplib'
-import { build, buildApp, createDatabase, testConfig, within } from '../../helper.js'
+import { build, buildApp, createDatabase, lockWaiters, testConfig, within } from '../../helper.js'
 import { bearer, PASSWORD, roleWithPermissions, userWithRoles } from './accounts.js'
 
 /** The authenticator app's code `offsetSeconds` from now. */
@@ -353,4 +353,22 @@ t.test('a user who lost the app and its recovery codes: one who may edit them tu
   const entries = await app.knex('audit_log').where({ action: 'mfa-disable', resource_id: String(user.id) }).select('actor_id', 'after')
   t.match(entries, [{ actor_id: admin.id, after: { factor: 'totp' } }])
   t.equal(entries.length, 1)
+})
+
+t.test('an app confirmed while a login checked the password: the login waits for its code, as it would have', async t => {
+  const app = await build(t)
+  const user = await userWithRoles(app, [])
+  t.equal((await post(app, '/api/profile/mfa/totp', { current_password: PASSWORD }, user.token)).statusCode, 200)
+  // The confirmation under way holds the user's row, as it does, while the login's hash is checked.
+  const holder = await app.knex.transaction()
+  t.teardown(() => holder.isCompleted() ? undefined : holder.rollback())
+  await holder('users').where({ id: user.id }).forNoKeyUpdate().select('id')
+  const login = startLogin(app, user.email)
+  t.ok(await lockWaiters(app, 1), 'the login, its password matched, waits for the user\'s row to start its session')
+  await holder('totp_factors').where({ user_id: user.id }).update({ confirmed_at: holder.fn.now() })
+  await holder.commit()
+  const res = await login
+  t.equal(res.statusCode, 200)
+  t.match(res.json(), { mfa_required: true, mfa_token: String })
+  t.equal((await app.knex('sessions').where({ user_id: user.id }).select('id')).length, 1, 'no session but the one before')
 })

@@ -65,15 +65,15 @@ function sessionStatements (database: Database) {
       (windowSeconds, ipKey, hash) => countAttempt(knex, windowSeconds, ipKey,
         knex.raw('(select \'refresh:session:\' || session_id from refresh_tokens where hash = decode(?, \'hex\'))', [hash]))),
     // db/migrations/20261202000000_start_session.ts, as 20261203000000_session_cap_once.ts
-    // rewrote it: the user locked, the session, its first refresh token, the oldest past the
-    // cap ended. The columns are what audit entries riding in the statement name (the routes'
-    // login).
-    start: prepare<[userId: number, passwordHash: string, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, keep: number], StartRow>(
-      database, 'sessions.start', (userId, passwordHash, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep) => knex.raw(`
+    // rewrote it and 20261216000000_start_session_without_factor.ts guards it: the user locked,
+    // the session, its first refresh token, the oldest past the cap ended. The columns are what
+    // audit entries riding in the statement name (the routes' login).
+    start: prepare<[userId: number, passwordHash: string, maxAgeSeconds: number, userAgent: string | null, ip: string, hash: string, refreshTtlSeconds: number, keep: number, withoutFactor: boolean], StartRow>(
+      database, 'sessions.start', (userId, passwordHash, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep, withoutFactor) => knex.raw(`
         select s.id::float8 as id, s.user_id, floor(extract(epoch from s.expires_at))::float8 as expires_at,
           floor(extract(epoch from now()))::float8 as issued_at, s.superseded::float8[] as superseded
-        from start_session(?, ?, ?, ?, ?, decode(?, 'hex'), ?, ?) s`,
-      [userId, passwordHash, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep])),
+        from start_session(?, ?, ?, ?, ?, decode(?, 'hex'), ?, ?, ?) s`,
+      [userId, passwordHash, maxAgeSeconds, userAgent, ip, hash, refreshTtlSeconds, keep, withoutFactor])),
     // The session by its key, from a subquery of the spent token: joined to the spent row
     // instead, the planner may start from the users (a CTE's row count is unknown to it, and
     // a table's is stale until analyzed) and scan every live session for the one.
@@ -129,12 +129,13 @@ function createSessionsRepository (database: Database, cache: CallerCache, setti
      * user is locked first, so that logins of one user at once (a fleet of clients sharing an
      * account) take their turns, each seeing the sessions the ones before it started: the cap
      * holds at every moment. None, if the user has since been deleted or their password is no
-     * longer `passwordHash`, the hash the login matched.
+     * longer `passwordHash`, the hash the login matched; nor, `withoutFactor`, if the user has
+     * confirmed a second factor since the login found none.
      */
-    async start (db: Knex, userId: number, passwordHash: string, client: { userAgent: string | undefined, ip: string }, cteWrites: CteWrite[] = []): Promise<StartedSession | undefined> {
+    async start (db: Knex, userId: number, passwordHash: string, client: { userAgent: string | undefined, ip: string }, cteWrites: CteWrite[] = [], withoutFactor = false): Promise<StartedSession | undefined> {
       const refreshToken = newRefreshToken()
       const args: Parameters<typeof statements.start>[0] = [userId, passwordHash, sessionMaxAgeSeconds, client.userAgent?.slice(0, 512) ?? null, client.ip.slice(0, 64),
-        refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, SESSIONS_PER_USER - 1]
+        refreshHash(refreshToken).toString('hex'), refreshTtlSeconds, SESSIONS_PER_USER - 1, withoutFactor]
       /* c8 ignore next -- a caller's mistake */
       if (cteWrites.length > 0 && db.isTransaction) throw new Error('A statement\'s CTE writes ride only in a statement of its own, not in a transaction')
       // No row: the user deleted, or their password changed, since the login's check.

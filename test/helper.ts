@@ -136,9 +136,12 @@ export async function buildApp (t: Test, config: Config, options: BuildOptions =
   const fastify = Fastify(serverOptions(config))
   // Closed after the test even when it fails to start (a connection timed out on a busy
   // machine): what its plugins opened before would keep the test's process alive. Only such a
-  // start's close may fail quietly.
+  // start's close may fail quietly, or give up after 10 s (a connection it lent out and never
+  // got back would keep the pool's end waiting): the start's error is the test's failure.
   let started = false
-  t.teardown(() => started ? fastify.close() : fastify.close().catch(() => undefined))
+  t.teardown(() => started
+    ? fastify.close()
+    : Promise.race([fastify.close().catch(() => undefined), new Promise(resolve => setTimeout(resolve, 10_000).unref())]))
   const routes: RouteOptions[] = []
   routeLists.set(fastify, routes)
   fastify.addHook('onRoute', route => { routes.push(route) })

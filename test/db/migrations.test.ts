@@ -20,8 +20,9 @@ t.test('migrations roll back and apply again', async t => {
 
 t.test('instances starting together on an empty database migrate it once, and all start', async t => {
   // Three start-ups at once beside the suite's other files: a connection may take more than
-  // DB_CONNECT_TIMEOUT's 2 s to open (one timed out so in CI), which is not what this tests.
-  const config = testConfig(await createDatabase(t), settings => { settings.timeouts.dbConnect = 15_000 })
+  // DB_CONNECT_TIMEOUT's or DB_ACQUIRE_TIMEOUT's 2 s to open (one timed out so in CI), which is
+  // not what this tests.
+  const config = testConfig(await createDatabase(t), settings => { settings.timeouts.dbConnect = 15_000; settings.timeouts.dbAcquire = 15_000 })
   // All start: a build that failed would reject.
   const apps = await Promise.all([1, 2, 3].map(() => buildApp(t, config)))
   const [{ n }] = await apps[0]!.knex('knex_migrations').count({ n: '*' })

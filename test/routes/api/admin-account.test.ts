@@ -52,7 +52,8 @@ t.test('with DB_HOST and no ADMIN_EMAIL, no user is created', async t => {
 })
 
 t.test('instances starting together create one administrator between them', async t => {
-  const base = testConfig(await createDatabase(t))
+  // Slow connections of three start-ups at once beside other files are not what this tests.
+  const base = testConfig(await createDatabase(t), settings => { settings.timeouts.dbConnect = 15_000; settings.timeouts.dbAcquire = 15_000 })
   for (const auth of [{ ...base.auth, generateAdmin: true }, { ...base.auth, adminEmail: 'root@example.com', adminPassword: 'the admin password' }]) {
     const apps = await Promise.all([1, 2, 3].map(() => buildApp(t, { ...base, auth })))
     t.equal(await usersOf(apps[0]!).countAdmins(apps[0]!.knex), auth.generateAdmin ? 1 : 2, 'one more administrator, not three')

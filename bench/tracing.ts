@@ -37,7 +37,7 @@ const WAYS = {
   'no tracing': 'no spans, the baseline',
   'service (plugins/app/tracing.ts)': 'a SERVER span a request, a CLIENT span its query',
   '@fastify/otel + instrumentation-pg, request span only': 'instrumentHooks and instrumentHandler off: a request span, a query span',
-  '@fastify/otel + instrumentation-pg, as installed': 'its defaults: request, handler and hook spans, a query span'
+  '@fastify/otel + instrumentation-pg, as installed': 'its defaults: a request span and a handler span (this app has no hooks to span), a query span'
 } as const
 type Way = keyof typeof WAYS
 

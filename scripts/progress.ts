@@ -9,7 +9,14 @@ export class Progress {
   private readonly terminal: boolean
 
   /** `what`: the transfer (`importing students.csv`); its rows (or its bytes, `ofBytes`) out of `total`, if known. */
-  constructor (private readonly what: string, private readonly total: number | undefined, private readonly out: NodeJS.WriteStream = process.stderr) {
+  private readonly what: string
+  private readonly total: number | undefined
+  private readonly out: NodeJS.WriteStream
+
+  constructor (what: string, total: number | undefined, out: NodeJS.WriteStream = process.stderr) {
+    this.what = what
+    this.total = total
+    this.out = out
     this.terminal = out.isTTY === true
   }
 

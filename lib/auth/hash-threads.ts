@@ -60,7 +60,10 @@ export class HashThreads {
   /** Told how long each job took on its thread, for the metrics. */
   onTimed: ((op: HashOperation, seconds: number) => void) | undefined
 
-  constructor (private readonly size: number) {
+  private readonly size: number
+
+  constructor (size: number) {
+    this.size = size
     this.#turns = pLimit(size * JOBS_A_THREAD)
   }
 

@@ -13,11 +13,11 @@ export class LastUse {
   // When each id's last use was last written by this instance, the oldest first.
   readonly #lastWritten: BoundedFifo<number>
 
-  constructor (
-    capacity: number,
-    /** The UPDATE, which should itself skip a row written less than a minute ago. */
-    private readonly write: (id: number) => Promise<unknown>
-  ) {
+  /** The UPDATE, which should itself skip a row written less than a minute ago. */
+  private readonly write: (id: number) => Promise<unknown>
+
+  constructor (capacity: number, write: (id: number) => Promise<unknown>) {
+    this.write = write
     this.#lastWritten = new BoundedFifo(capacity)
   }
 

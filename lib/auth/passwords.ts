@@ -14,8 +14,12 @@ export class Passwords {
   readonly #threads = new HashThreads(os.availableParallelism())
   #dummy: Promise<string> | undefined
 
-  /** `options`: the cost of the hashes it makes; a hash it checks carries its own. */
-  constructor (readonly options: Argon2Options = ARGON2_OPTIONS) {}
+  /** The cost of the hashes it makes; a hash it checks carries its own. */
+  readonly options: Argon2Options
+
+  constructor (options: Argon2Options = ARGON2_OPTIONS) {
+    this.options = options
+  }
 
   /**
    * Hashes the stand-in that a login for an unknown address is checked against, so that the

@@ -30,10 +30,13 @@ export class NotificationListener {
   #heartbeat: NodeJS.Timeout | undefined
   #stopped = false
 
-  constructor (
-    private readonly connection: pg.ClientConfig,
-    private readonly log: FastifyBaseLogger
-  ) {}
+  private readonly connection: pg.ClientConfig
+  private readonly log: FastifyBaseLogger
+
+  constructor (connection: pg.ClientConfig, log: FastifyBaseLogger) {
+    this.connection = connection
+    this.log = log
+  }
 
   /** Listens on `channel` from now on; resolves once listening, or once it failed (and will try again). */
   listen (channel: string, handlers: ChannelHandlers): Promise<void> {

@@ -58,7 +58,14 @@ export class Statement<Row> {
   toRow: ((values: (string | null)[]) => Row) | undefined
   /** Its spans' attributes, made at its first traced run. */
   #spanAttributes: Attributes | undefined
-  constructor (readonly name: string, readonly text: string, readonly makeRow: RowMaker<Row> = rowBuilder) {}
+  readonly name: string
+  readonly text: string
+  readonly makeRow: RowMaker<Row>
+  constructor (name: string, text: string, makeRow: RowMaker<Row> = rowBuilder) {
+    this.name = name
+    this.text = text
+    this.makeRow = makeRow
+  }
 
   /**
    * Runs the statement on a client of pg's (of a pool or a transaction) with these values; in
@@ -109,7 +116,14 @@ class Execution<Row> implements pg.Submittable {
   private rowCount = 0
   private failure: Error | null = null
 
-  constructor (private readonly statement: Statement<Row>, name: string, private readonly values: (string | null)[], readonly callback: Callback<Row>) {
+  private readonly statement: Statement<Row>
+  private readonly values: (string | null)[]
+  readonly callback: Callback<Row>
+
+  constructor (statement: Statement<Row>, name: string, values: (string | null)[], callback: Callback<Row>) {
+    this.statement = statement
+    this.values = values
+    this.callback = callback
     this.name = name
     this.text = statement.text
   }

@@ -80,8 +80,10 @@ export function codeOf (error: { errorCode?: ErrorCode, code?: unknown }, status
 /** An error answered with `code` and its declared status. */
 export class CodedError extends Error {
   readonly statusCode: number
-  constructor (readonly errorCode: ErrorCode, message: string) {
+  readonly errorCode: ErrorCode
+  constructor (errorCode: ErrorCode, message: string) {
     super(message)
+    this.errorCode = errorCode
     this.statusCode = ERROR_CODES[errorCode].status
   }
 }

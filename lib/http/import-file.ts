@@ -39,7 +39,12 @@ export const fileTooLarge = (maxBytes: number) => new CodedError('payload_too_la
 class MeteredBytes extends Transform {
   readonly hash = createHash('sha256')
   private bytes = 0
-  constructor (private readonly maxBytes: number) { super() }
+  private readonly maxBytes: number
+  constructor (maxBytes: number) {
+    super()
+    this.maxBytes = maxBytes
+  }
+
   override _transform (chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     this.bytes += chunk.length
     if (this.bytes > this.maxBytes) return done(fileTooLarge(this.maxBytes))

@@ -4,8 +4,10 @@ import type { ErrorCode } from './error-codes.js'
 export class InvalidFields extends Error {
   readonly statusCode = 400
   readonly errorCode: ErrorCode
-  constructor (readonly fields: Record<string, string[]>, part = 'request body') {
+  readonly fields: Record<string, string[]>
+  constructor (fields: Record<string, string[]>, part = 'request body') {
     super(`Invalid ${part}: ${Object.entries(fields).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')}`)
+    this.fields = fields
     this.errorCode = part === 'request body' ? 'invalid_body' : 'invalid_parameter'
   }
 }
@@ -20,11 +22,13 @@ const SHOWN = 3
 export class InvalidRows extends Error {
   readonly statusCode = 422
   readonly errorCode: ErrorCode = 'invalid_rows'
-  constructor (readonly fields: Record<string, string[]>, rows: number, of: number, whole: 'batch' | 'file' = 'batch') {
+  readonly fields: Record<string, string[]>
+  constructor (fields: Record<string, string[]>, rows: number, of: number, whole: 'batch' | 'file' = 'batch') {
     const told = Object.entries(fields).slice(0, SHOWN).map(([field, problems]) => `${field} ${problems.join(', ')}`).join('; ')
     const more = Object.keys(fields).length > SHOWN ? '; …' : ''
     super(whole === 'batch'
       ? `${rows} of the batch's ${of} rows cannot be created, so none was (\`data\` tells each): ${told}${more}`
       : `${rows} of the file's ${of} rows cannot be imported, so none was (\`data\` tells the first 100, by line): ${told}${more}`)
+    this.fields = fields
   }
 }

@@ -113,7 +113,13 @@ const secondsToMidnight = (ms: number) => Math.ceil((dayEnd(ms) - ms) / 1_000)
 export class RateLeases {
   private readonly leases = new LruMap<Lease>(CALLERS)
 
-  constructor (private readonly store: RateStore, public now: () => number = Date.now) {}
+  private readonly store: RateStore
+  now: () => number
+
+  constructor (store: RateStore, now: () => number = Date.now) {
+    this.store = store
+    this.now = now
+  }
 
   /**
    * Spends `cost` units of `policy` for the caller `key`, or tells when they may be. A cost

@@ -22,7 +22,15 @@ export class RequestDurations {
   readonly aggregator = 'sum'
   readonly #series = new Map<string, Series>()
 
-  constructor (readonly name: string, readonly help: string, private readonly bounds: readonly number[]) {}
+  readonly name: string
+  readonly help: string
+  private readonly bounds: readonly number[]
+
+  constructor (name: string, help: string, bounds: readonly number[]) {
+    this.name = name
+    this.help = help
+    this.bounds = bounds
+  }
 
   observe (method: string, route: string, status: number, seconds: number): void {
     const key = `${method} ${status} ${route}`

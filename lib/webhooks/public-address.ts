@@ -21,8 +21,14 @@ export function forbiddenRange (address: string): string | undefined {
 
 /** A webhook's address that is not public, and WEBHOOK_ALLOW_PRIVATE is off. */
 export class ForbiddenAddress extends Error {
-  constructor (readonly host: string, readonly address: string, readonly range: string) {
+  readonly host: string
+  readonly address: string
+  readonly range: string
+  constructor (host: string, address: string, range: string) {
     super(`${host} resolves to ${address}, ${/^[aeiou]/i.test(range) ? 'an' : 'a'} ${range} address, which webhooks may not reach (WEBHOOK_ALLOW_PRIVATE)`)
+    this.host = host
+    this.address = address
+    this.range = range
   }
 }
 

@@ -26,8 +26,10 @@ declare module 'fastify' {
 export class PreconditionFailedError extends Error {
   override name = 'PreconditionFailedError'
   readonly statusCode = 412
-  constructor (readonly etag: string) {
+  readonly etag: string
+  constructor (etag: string) {
     super('The record has changed since the tag in If-Match was read: read it again (its current tag is in ETag)')
+    this.etag = etag
   }
 }
 

@@ -32,7 +32,13 @@ function expectStatus (actual: number, expected: number, what: string) {
 }
 
 class Create implements fc.AsyncCommand<Model, Real> {
-  constructor (readonly base: string, readonly student: Fields) {}
+  readonly base: string
+  readonly student: Fields
+  constructor (base: string, student: Fields) {
+    this.base = base
+    this.student = student
+  }
+
   check () { return true }
   async run (model: Model, { app }: Real) {
     const res = await app.inject({ method: 'POST', url: this.base, payload: this.student })
@@ -45,7 +51,13 @@ class Create implements fc.AsyncCommand<Model, Real> {
 }
 
 class Read implements fc.AsyncCommand<Model, Real> {
-  constructor (readonly base: string, readonly n: number) {}
+  readonly base: string
+  readonly n: number
+  constructor (base: string, n: number) {
+    this.base = base
+    this.n = n
+  }
+
   check () { return true }
   async run (model: Model, { app }: Real) {
     const id = pick(model, this.n)
@@ -61,7 +73,17 @@ class Read implements fc.AsyncCommand<Model, Real> {
 }
 
 class Update implements fc.AsyncCommand<Model, Real> {
-  constructor (readonly base: string, readonly n: number, readonly method: 'PUT' | 'PATCH', readonly changes: Partial<Fields>) {}
+  readonly base: string
+  readonly n: number
+  readonly method: 'PUT' | 'PATCH'
+  readonly changes: Partial<Fields>
+  constructor (base: string, n: number, method: 'PUT' | 'PATCH', changes: Partial<Fields>) {
+    this.base = base
+    this.n = n
+    this.method = method
+    this.changes = changes
+  }
+
   check () { return true }
   async run (model: Model, { app }: Real) {
     const id = pick(model, this.n)
@@ -81,7 +103,13 @@ class Update implements fc.AsyncCommand<Model, Real> {
 }
 
 class Delete implements fc.AsyncCommand<Model, Real> {
-  constructor (readonly base: string, readonly n: number) {}
+  readonly base: string
+  readonly n: number
+  constructor (base: string, n: number) {
+    this.base = base
+    this.n = n
+  }
+
   check () { return true }
   async run (model: Model, { app }: Real) {
     const id = pick(model, this.n)

@@ -5,7 +5,10 @@ import { bearer, client, insertClient, rolesOf, userWithRoles } from './accounts
 
 /** A body sent as this very JSON text. */
 class JsonText {
-  constructor (readonly text: string) {}
+  readonly text: string
+  constructor (text: string) {
+    this.text = text
+  }
 }
 
 const TABLES = ['clients', 'roles', 'role_permissions', 'users', 'user_roles', 'revoked_tokens']

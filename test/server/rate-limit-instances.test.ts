@@ -4,7 +4,7 @@ import { databaseEnv, sleep, startBalancer, startServer } from './process.js'
 
 const haproxy = spawnSync('haproxy', ['-v']).status === 0
 
-t.test('through HAProxy to two instances, a caller sending as fast as it can is held to its policy within 10 %',
+t.test('through HAProxy to two instances, a caller sending as fast as it can is held to its policy: never a tenth over, four fifths of it at least',
   { skip: haproxy ? false : 'haproxy is not installed (.ci/run installs it)' }, async t => {
     // 40 units a second: a burst of 40, then one every 25 ms. Low enough that twenty clients
     // through HAProxy exceed it by far on a two-core machine busy with the rest of the suite
@@ -51,7 +51,11 @@ t.test('through HAProxy to two instances, a caller sending as fast as it can is 
     // Over the policy by a quarter at least, so that the count served below is the policy's: on a
     // machine busy with the rest of the suite, twenty clients ask for less than on a quiet one.
     t.ok(counts.get(429)! > served / 4, `refused a quarter of what was served at least: ${counts.get(429)} refused`)
-    t.ok(Math.abs(served - policy) <= policy * 0.1, `${served} served in ${seconds.toFixed(1)} s; the policy allows ${policy.toFixed(0)}`)
+    t.ok(served <= policy * 1.1, `${served} served in ${seconds.toFixed(1)} s: at most a tenth over the ${policy.toFixed(0)} the policy allows`)
+    // Under: units the instances hold in leases at the end, and, on a machine busy with the rest
+    // of the suite, more (89 % of the policy served in two CI runs, 96–98 % on a quiet machine:
+    // docs/performance.md, "Rate limits: the authenticated GET with a policy").
+    t.ok(served >= policy * 0.8, `${served} served in ${seconds.toFixed(1)} s: at least four fifths of the ${policy.toFixed(0)} the policy allows`)
     const usage = await (await fetch(`${url}/api/usage`, { headers })).json() as { data?: { rate: { remaining: number } } }
     t.ok(usage.data === undefined || usage.data.rate.remaining < 40, 'the bucket near empty, or the usage read refused')
   })

@@ -5,6 +5,7 @@ import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { AppOptions, LoadedConfig } from './lib/process/config.js'
 import { buildValidator } from './lib/http/validation.js'
+import { buildSerializer } from './lib/http/serialization.js'
 import { parseQueryString } from './lib/http/query-string.js'
 import { requestId } from './lib/http/request-id.js'
 import { clientErrorHandler, frameworkErrors } from './plugins/app/errors.js'
@@ -41,7 +42,7 @@ export function serverOptions (config: LoadedConfig): FastifyServerOptions {
     pluginTimeout: 0,
     forceCloseConnections: 'idle',
     // ajv-compiler's factory type only knows its own ajv; ours returns Fastify's validator contract.
-    schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory } },
+    schemaController: { compilersFactory: { buildValidator: buildValidator as unknown as ValidatorFactory, buildSerializer } },
     // Filters arrive in OpenAPI's deepObject style: `age[gte]=18`.
     routerOptions: { ignoreTrailingSlash: true, querystringParser: parseQueryString },
     // What never reaches a route is answered in the error body too.

@@ -8,22 +8,41 @@ interface Document {
   paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: object }>, headers?: Record<string, { $ref?: string, required?: boolean }> }> }>>
 }
 
+interface Checker { ajv: Ajv, validators: Map<string, ValidateFunction> }
+
+// The response checks compiled in this process, by the document's text: a test file builds an
+// app for each test, nearly always with the same document, and ajv's compiling would be most
+// of each build's checking.
+const checkers = new Map<string, Checker>()
+
+function checkerOf (document: Document): Checker {
+  const text = JSON.stringify(document)
+  let checker = checkers.get(text)
+  if (checker === undefined) {
+    const ajv = new Ajv({ strict: false, allErrors: true })
+    addFormats.default(ajv)
+    checkers.set(text, checker = { ajv, validators: new Map() })
+  }
+  return checker
+}
+
 /**
  * An onSend hook that holds every response the tests see to the OpenAPI document the app
  * serves: the route, method and status must be documented, the headers it says are always
  * there must be, and the body must match the documented schema. Anything else fails the test.
  */
 export function conformToOpenApi (t: Test, app: FastifyInstance) {
-  const ajv = new Ajv({ strict: false, allErrors: true })
-  addFormats.default(ajv)
-  const validators = new Map<string, ValidateFunction>()
   let document: Document | undefined
+  let checker: Checker | undefined
 
   return async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const route = request.routeOptions.url
     // HEAD and CORS preflights (OPTIONS) are not operations of the document.
     if (route === undefined || request.method === 'HEAD' || request.method === 'OPTIONS' || route.startsWith('/documentation')) return payload
-    document ??= app.swagger() as unknown as Document
+    if (document === undefined) {
+      document = app.swagger() as unknown as Document
+      checker = checkerOf(document)
+    }
     const path = route.replace(/:(\w+)/g, '{$1}')
     const label = `${request.method} ${path} → ${reply.statusCode}`
     const operation = document.paths[path]?.[request.method.toLowerCase()]
@@ -46,6 +65,7 @@ export function conformToOpenApi (t: Test, app: FastifyInstance) {
       if (reply.statusCode !== 204 && payload !== '' && payload !== undefined) t.fail(`${label} has a body the document does not describe`)
       return payload
     }
+    const { ajv, validators } = checker!
     let validate = validators.get(label)
     if (!validate) {
       validate = ajv.compile({ ...schema, components: document.components })

@@ -21,11 +21,16 @@ t.test(`at ${ROWS.toLocaleString('en')} students, no documented sort and no cont
   await app.knex.raw('alter table students set unlogged')
   await app.knex.transaction(async trx => {
     await trx.raw('set local statement_timeout = 0')
+    // The indexes built after the rows, as a bulk load would: far quicker than a million rows' entries one by one.
+    const { rows: indexes } = await trx.raw<{ rows: { indexname: string, indexdef: string }[] }>(
+      "select indexname, indexdef from pg_indexes where schemaname = current_schema() and tablename = 'students' and indexname <> 'students_pkey'")
+    for (const { indexname } of indexes) await trx.raw('drop index ??', [indexname])
     await trx.raw(`
     insert into students (name, email, age, dob, created_at)
     select 'Student ' || i, 's' || i || '@example.com', i % 100, date '1950-01-01' + (i % 20000),
            timestamptz '2026-01-01' + i * interval '1 second'
     from generate_series(1, ${ROWS}) i`)
+    for (const { indexdef } of indexes) await trx.raw(indexdef)
   })
   await app.knex.raw('analyze students')
   const students = studentsRepository(app.database, message => new CodedError('email_taken', message))

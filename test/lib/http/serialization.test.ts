@@ -22,3 +22,9 @@ t.test('shared schemas and options are part of what a serializer is: other ones 
   t.equal(rounding(1.2), '2', 'the options a factory was given')
   t.equal(buildSerializer({}, {})(route({ type: 'integer' }))(1.2), '1')
 })
+
+t.test('a shared schema compiled as a response of its own leaves the shared ones whole for the next app\'s references', async t => {
+  const shared = { point: { $id: 'point', type: 'object', properties: { n: { type: 'integer' } } } }
+  t.equal(buildSerializer(shared, {})(route(shared.point))({ n: 1 }), '{"n":1}')
+  t.equal(buildSerializer(structuredClone(shared), {})(route({ $ref: 'point#' }))({ n: '7' }), '{"n":7}', 'another app, the same shared schemas')
+})

@@ -32,17 +32,18 @@ function checkerOf (document: Document): Checker {
  * there must be, and the body must match the documented schema. Anything else fails the test.
  */
 export function conformToOpenApi (t: Test, app: FastifyInstance) {
-  let document: Document | undefined
-  let checker: Checker | undefined
+  // The document and its checks, once the app answers its first request (its routes are all in then).
+  let state: { document: Document, checker: Checker } | undefined
 
   return async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const route = request.routeOptions.url
     // HEAD and CORS preflights (OPTIONS) are not operations of the document.
     if (route === undefined || request.method === 'HEAD' || request.method === 'OPTIONS' || route.startsWith('/documentation')) return payload
-    if (document === undefined) {
-      document = app.swagger() as unknown as Document
-      checker = checkerOf(document)
+    if (state === undefined) {
+      const document = app.swagger() as unknown as Document
+      state = { document, checker: checkerOf(document) }
     }
+    const { document, checker: { ajv, validators } } = state
     const path = route.replace(/:(\w+)/g, '{$1}')
     const label = `${request.method} ${path} → ${reply.statusCode}`
     const operation = document.paths[path]?.[request.method.toLowerCase()]
@@ -65,7 +66,6 @@ export function conformToOpenApi (t: Test, app: FastifyInstance) {
       if (reply.statusCode !== 204 && payload !== '' && payload !== undefined) t.fail(`${label} has a body the document does not describe`)
       return payload
     }
-    const { ajv, validators } = checker!
     let validate = validators.get(label)
     if (!validate) {
       validate = ajv.compile({ ...schema, components: document.components })

@@ -123,6 +123,13 @@ export function routesOf (app: FastifyInstance): RouteOptions[] {
   return routeLists.get(app)!
 }
 
+const routeSchemas = new WeakMap<RouteOptions, Record<string, unknown>>()
+
+/** The shared schemas a route of `routesOf` can refer to: its plugin's, those of the plugins around it too. */
+export function sharedSchemasOf (route: RouteOptions): Record<string, unknown> {
+  return routeSchemas.get(route)!
+}
+
 export interface BuildOptions {
   /** A folder laid out as routes/, loaded after the app's own as app.ts loads routes/. */
   routes?: string
@@ -144,7 +151,10 @@ export async function buildApp (t: Test, config: Config, options: BuildOptions =
     : Promise.race([fastify.close().catch(() => undefined), new Promise(resolve => setTimeout(resolve, 10_000).unref())]))
   const routes: RouteOptions[] = []
   routeLists.set(fastify, routes)
-  fastify.addHook('onRoute', route => { routes.push(route) })
+  fastify.addHook('onRoute', function (route) {
+    routes.push(route)
+    routeSchemas.set(route, this.getSchemas())
+  })
   await fastify.register(app, { config })
   if (options.routes) await fastify.register(AutoLoad, routesFolder(options.routes, { config }))
   fastify.addHook('onSend', conformToOpenApi(t, fastify))

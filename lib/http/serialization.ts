@@ -11,6 +11,16 @@ import { SerializerSelector, type Options, type Serializer, type SerializerCompi
 const compilers = new Map<string, Map<string, Serializer>>()
 const selectSerializer = SerializerSelector()
 
+/**
+ * A serializer compiled when it is first called: a process compiles the serializers of the
+ * answers it gives, when it first gives them, not every route's at start-up, as the validators
+ * (lib/http/validation.ts).
+ */
+function compiledAtFirstUse (compile: () => Serializer): Serializer {
+  let serializer: Serializer | undefined
+  return (data: unknown) => (serializer ??= compile())(data)
+}
+
 /** Fastify's serializer factory (fast-json-stringify's, as Fastify's default), each serializer compiled once a process. */
 export function buildSerializer (externalSchemas?: unknown, options?: Options): SerializerCompiler {
   const shared = JSON.stringify([externalSchemas, options])
@@ -22,7 +32,7 @@ export function buildSerializer (externalSchemas?: unknown, options?: Options): 
     // A compiler of its own for each schema, as Fastify's default gets one for each route of a
     // context with schemas of its own: compiling a shared schema itself (one with its `$id`)
     // takes that schema out of the compiler's copy of the shared ones for good.
-    if (serializer === undefined) serializers.set(key, serializer = selectSerializer(externalSchemas, options)(route))
+    if (serializer === undefined) serializers.set(key, serializer = compiledAtFirstUse(() => selectSerializer(externalSchemas, options)(route)))
     return serializer
   }
 }

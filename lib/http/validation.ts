@@ -137,9 +137,20 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
   return (route: FastifyRouteSchemaDef<AnySchema>) => {
     const key = `${route.httpPart}\n${JSON.stringify(route.schema)}`
     let validator = validators.get(key)
-    if (validator === undefined) validators.set(key, validator = build(route))
+    if (validator === undefined) validators.set(key, validator = compiledAtFirstUse(() => build(route)))
     return validator
   }
+}
+
+/**
+ * A validator compiled when it is first called: a process compiles the validators of the
+ * routes it serves, when it first serves them, not every route's at start-up (most of a
+ * start's CPU, docs/performance.md). A schema ajv refuses fails that route's requests with a
+ * 500 (every route's are compiled by the tests that call it).
+ */
+function compiledAtFirstUse (compile: () => Validator): Validator {
+  let validator: Validator | undefined
+  return (data: Record<string, unknown>) => (validator ??= compile())(data)
 }
 
 /**
@@ -196,19 +207,25 @@ interface Compiler { validators: Map<string, Validator>, build: (route: FastifyR
 const compilers = new Map<string, Compiler>()
 
 function newCompiler (externalSchemas: Record<string, AnySchema>): Compiler {
-  const exact = createAjv({ coerceTypes: false })
-  const coercing = createAjv({ coerceTypes: true })
-  for (const schema of Object.values(externalSchemas)) {
-    exact.addSchema(schema)
-    coercing.addSchema(schema)
+  // Each made when a validator first needs it, with the shared schemas.
+  let exact: Ajv | undefined
+  let coercing: Ajv | undefined
+  const withShared = (ajv: Ajv) => {
+    for (const schema of Object.values(externalSchemas)) ajv.addSchema(schema)
+    return ajv
   }
 
   const build = ({ schema, httpPart }: FastifyRouteSchemaDef<AnySchema>): Validator => {
     if (httpPart === 'body') {
       if ((schema as Record<string, unknown>)[IMPORT_FILE] === true) return (data: Record<string, unknown>) => ({ value: data })
-      return (schema as BatchSchema)[BATCH] === true ? batchValidator(exact, schema as BatchSchema) : exact.compile(schema) as Validator
+      exact ??= withShared(createAjv({ coerceTypes: false }))
+      if ((schema as BatchSchema)[BATCH] === true) return batchValidator(exact, schema as BatchSchema)
+      const validate = exact.compile(schema)
+      // `true` leaves the body as it came; an ajv function itself would be told its parent instead.
+      return (data: Record<string, unknown>) => validate(data) || { error: validate.errors as FastifySchemaValidationError[] }
     }
 
+    coercing ??= withShared(createAjv({ coerceTypes: true }))
     const validate = coercing.compile(schema)
     const kinds = new Map(Object.entries((schema as QuerySchema).properties).map(([name, property]) => [name, kindOf(property)]))
     return (data: Record<string, unknown>) => {

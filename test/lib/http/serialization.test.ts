@@ -28,3 +28,8 @@ t.test('a shared schema compiled as a response of its own leaves the shared ones
   t.equal(buildSerializer(shared, {})(route(shared.point))({ n: 1 }), '{"n":1}')
   t.equal(buildSerializer(structuredClone(shared), {})(route({ $ref: 'point#' }))({ n: '7' }), '{"n":7}', 'another app, the same shared schemas')
 })
+
+t.test('a serializer is compiled at its first answer, not when the app is built: a schema it cannot compile throws only then', async t => {
+  const serializer = buildSerializer({}, {})(route({ $ref: 'nowhere#' }))
+  t.throws(() => serializer({}), /nowhere/)
+})

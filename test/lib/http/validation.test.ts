@@ -1,5 +1,8 @@
 import t from 'tap'
-import { invalidRows, latestToday } from '../../../lib/http/validation.js'
+import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
+import type { AnySchema } from 'ajv'
+import { buildValidator, invalidRows, latestToday } from '../../../lib/http/validation.js'
+import { build, routesOf, sharedSchemasOf } from '../../helper.js'
 
 t.test('latestToday: the date in UTC+14, which moves on at 10:00 UTC, whichever way time goes', async t => {
   const at = (iso: string) => latestToday(Date.parse(iso))
@@ -14,4 +17,45 @@ t.test('latestToday: the date in UTC+14, which moves on at 10:00 UTC, whichever 
 
 t.test('invalidRows knows only a batch\'s body as its schema checked it: a copy of one throws, never reads as all valid', async t => {
   t.throws(() => invalidRows([{ email: 'not checked' }]), /Not a batch's body/)
+})
+
+t.test('a route\'s validator is compiled at its first request, not when the app is built: a schema ajv refuses throws only then', async t => {
+  const schema = { type: 'object', properties: { code: { type: 'string', format: 'no-such-format' } } }
+  const validator = buildValidator({})({ schema, httpPart: 'body', method: 'POST', url: '/x' }) as (data: unknown) => unknown
+  t.throws(() => validator({ code: 'x' }), /unknown format "no-such-format"/)
+})
+
+t.test('every route\'s request and response schemas compile, as start-up no longer compiles them', async t => {
+  const app = await build(t)
+  const serializers = SerializerSelector()
+  const refused: string[] = []
+  let compiled = 0
+  const compile = (what: string, compiling: () => unknown) => {
+    try {
+      compiling()
+      compiled++
+    } catch (error) {
+      refused.push(`${what}: ${(error as Error).message}`)
+    }
+  }
+  // A part of several media types has a schema for each, as Fastify compiles them.
+  const schemasOf = (part: { content?: Record<string, { schema: AnySchema }> }) => part.content === undefined ? [part as AnySchema] : Object.values(part.content).map(content => content.schema)
+  for (const route of routesOf(app)) {
+    const { url, schema } = route
+    const method = String(route.method)
+    const shared = sharedSchemasOf(route) as Record<string, AnySchema>
+    const validators = buildValidator(shared)
+    for (const httpPart of ['body', 'querystring', 'params', 'headers'] as const) {
+      const part = schema?.[httpPart] as { content?: Record<string, { schema: AnySchema }> } | undefined
+      for (const each of part === undefined ? [] : schemasOf(part)) {
+        const validate = validators({ schema: each, httpPart, method, url }) as (data: unknown) => unknown
+        compile(`${method} ${url} ${httpPart}`, () => validate({}))
+      }
+    }
+    for (const [httpStatus, response] of Object.entries((schema?.response ?? {}) as Record<string, { content?: Record<string, { schema: AnySchema }> }>)) {
+      for (const each of schemasOf(response)) compile(`${method} ${url} ${httpStatus}`, () => serializers(shared, {})({ schema: each, method, url, httpStatus }))
+    }
+  }
+  t.same(refused, [], 'none refused')
+  t.ok(compiled > 1000, `${compiled} compiled`)
 })

@@ -1,8 +1,12 @@
-import {
-  generateAuthenticationOptions, generateRegistrationOptions, verifyAuthenticationResponse, verifyRegistrationResponse,
-  type AuthenticationResponseJSON, type PublicKeyCredentialCreationOptionsJSON, type PublicKeyCredentialRequestOptionsJSON, type RegistrationResponseJSON
+import type {
+  AuthenticationResponseJSON, PublicKeyCredentialCreationOptionsJSON, PublicKeyCredentialRequestOptionsJSON, RegistrationResponseJSON
 } from '@simplewebauthn/server'
 import type { PasskeyConfig } from '../process/config.js'
+
+// Loaded at the first ceremony: its few hundred modules (ASN.1, X.509, COSE) were a tenth of a
+// process's start (docs/performance.md), and most processes never see a passkey.
+let library: Promise<typeof import('@simplewebauthn/server')> | undefined
+const webAuthn = () => (library ??= import('@simplewebauthn/server'))
 
 /** How long a browser has to answer a ceremony's options. */
 export const PASSKEY_TIMEOUT_SECONDS = 300
@@ -16,7 +20,7 @@ export interface StoredPasskey { credentialId: string, publicKey: Buffer, counte
  * factors), none on an authenticator that has one of the user's already.
  */
 export async function registrationOptions (config: PasskeyConfig, siteName: string, user: { email: string, name: string }, existing: string[]): Promise<PublicKeyCredentialCreationOptionsJSON> {
-  return await generateRegistrationOptions({
+  return await (await webAuthn()).generateRegistrationOptions({
     rpName: siteName,
     rpID: config.rpId,
     userName: user.email,
@@ -31,7 +35,7 @@ export async function registrationOptions (config: PasskeyConfig, siteName: stri
 /** The passkey a registration's answer makes, if it answers `challenge` from one of the origins; undefined otherwise. */
 export async function registeredPasskey (config: PasskeyConfig, response: RegistrationResponseJSON, challenge: string): Promise<StoredPasskey | undefined> {
   try {
-    const { verified, registrationInfo } = await verifyRegistrationResponse({
+    const { verified, registrationInfo } = await (await webAuthn()).verifyRegistrationResponse({
       response, expectedChallenge: challenge, expectedOrigin: config.origins, expectedRPID: config.rpId, requireUserVerification: true
     })
     // With no attestation asked ('none'), no statement is verified: the library throws for
@@ -49,13 +53,13 @@ export async function registeredPasskey (config: PasskeyConfig, response: Regist
 
 /** The options of a login: any passkey of the site (the authenticator offers the user's), the user verified. */
 export async function authenticationOptions (config: PasskeyConfig): Promise<PublicKeyCredentialRequestOptionsJSON> {
-  return await generateAuthenticationOptions({ rpID: config.rpId, userVerification: 'required', timeout: PASSKEY_TIMEOUT_SECONDS * 1000 })
+  return await (await webAuthn()).generateAuthenticationOptions({ rpID: config.rpId, userVerification: 'required', timeout: PASSKEY_TIMEOUT_SECONDS * 1000 })
 }
 
 /** The passkey's new signature counter, if the login's answer is its signature of `challenge`; undefined otherwise. */
 export async function authenticatedCounter (config: PasskeyConfig, response: AuthenticationResponseJSON, challenge: string, passkey: StoredPasskey): Promise<number | undefined> {
   try {
-    const { verified, authenticationInfo } = await verifyAuthenticationResponse({
+    const { verified, authenticationInfo } = await (await webAuthn()).verifyAuthenticationResponse({
       response,
       expectedChallenge: challenge,
       expectedOrigin: config.origins,

@@ -1,6 +1,5 @@
 import { createHash, randomInt } from 'node:crypto'
 import { generateSecret, generateURI, verifySync } from 'otplib'
-import QRCode from 'qrcode'
 
 /** What an authenticator app shows: six digits. */
 export const TOTP_CODE_PATTERN = '^[0-9]{6}$'
@@ -17,6 +16,8 @@ export const newTotpSecret = (): string => generateSecret()
 /** What an app scans to add the account: its `otpauth://` URI, and the same as a QR code (SVG). */
 export async function totpEnrolment (issuer: string, account: string, secret: string): Promise<{ uri: string, qrSvg: string }> {
   const uri = generateURI({ issuer, label: account, secret })
+  // Loaded at the first enrolment: few processes ever draw one.
+  const { default: QRCode } = await import('qrcode')
   return { uri, qrSvg: await QRCode.toString(uri, { type: 'svg', errorCorrectionLevel: 'M', margin: 2 }) }
 }
 

@@ -2,7 +2,6 @@ import { randomInt } from 'node:crypto'
 import { setTimeout as sleep } from 'node:timers/promises'
 import fp from 'fastify-plugin'
 import type { FastifyRequest } from 'fastify'
-import nodemailer from 'nodemailer'
 import { CodedError } from '../../lib/http/error-codes.js'
 import type { Message } from '../../lib/mail/message.js'
 
@@ -38,7 +37,8 @@ const LATER_MS = 1_000
  */
 export default fp(async (fastify) => {
   const config = fastify.config.mail
-  const transport = config === null ? undefined : nodemailer.createTransport(config.smtpUrl)
+  // Loaded only where mail is on.
+  const transport = config === null ? undefined : (await import('nodemailer')).default.createTransport(config.smtpUrl)
   const pending = new Set<Promise<void>>()
   fastify.decorate('mail', {
     publicUrl: config?.publicUrl ?? '',

@@ -145,8 +145,8 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
 /**
  * A validator compiled when it is first called: a process compiles the validators of the
  * routes it serves, when it first serves them, not every route's at start-up (most of a
- * start's CPU, docs/performance.md). A schema ajv refuses fails that route's requests with a
- * 500 (every route's are compiled by the tests that call it).
+ * start's CPU, docs/performance.md). A schema ajv refuses would fail its route's requests
+ * with a 500: test/lib/http/validation.test.ts compiles every route's.
  */
 function compiledAtFirstUse (compile: () => Validator): Validator {
   let validator: Validator | undefined

@@ -3,9 +3,8 @@ import type {
 } from '@simplewebauthn/server'
 import type { PasskeyConfig } from '../process/config.js'
 
-// Loaded at the first ceremony (which waits some 0.3 s for it): its few hundred modules (ASN.1,
-// X.509, COSE) were about a tenth of a process's start (docs/performance.md), and most
-// processes never see a passkey.
+// Loaded at the first ceremony (which waits some 0.3 s for it): most processes never see a
+// passkey, and its few hundred modules (ASN.1, X.509, COSE) cost every start (docs/performance.md).
 let library: Promise<typeof import('@simplewebauthn/server')> | undefined
 const webAuthn = () => (library ??= import('@simplewebauthn/server'))
 

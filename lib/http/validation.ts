@@ -150,7 +150,12 @@ export function buildValidator (externalSchemas: Record<string, AnySchema>) {
  */
 function compiledAtFirstUse (compile: () => Validator): Validator {
   let validator: Validator | undefined
-  return (data: Record<string, unknown>) => (validator ??= compile())(data)
+  return (data: Record<string, unknown>) => {
+    validator ??= compile()
+    const result = validator(data)
+    // Fastify reads the errors of a `false` from the function it holds: this one, not ajv's.
+    return result === false ? { error: validator.errors } : result
+  }
 }
 
 /**
@@ -219,10 +224,7 @@ function newCompiler (externalSchemas: Record<string, AnySchema>): Compiler {
     if (httpPart === 'body') {
       if ((schema as Record<string, unknown>)[IMPORT_FILE] === true) return (data: Record<string, unknown>) => ({ value: data })
       exact ??= withShared(createAjv({ coerceTypes: false }))
-      if ((schema as BatchSchema)[BATCH] === true) return batchValidator(exact, schema as BatchSchema)
-      const validate = exact.compile(schema)
-      // `true` leaves the body as it came; an ajv function itself would be told its parent instead.
-      return (data: Record<string, unknown>) => validate(data) || { error: validate.errors as FastifySchemaValidationError[] }
+      return (schema as BatchSchema)[BATCH] === true ? batchValidator(exact, schema as BatchSchema) : exact.compile(schema) as Validator
     }
 
     coercing ??= withShared(createAjv({ coerceTypes: true }))

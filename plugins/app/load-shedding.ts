@@ -33,9 +33,9 @@ export default fp(async (fastify) => {
     due = performance.now() + period
     sampler.refresh()
   }, period).unref()
-  // Start-up (loading the routes, compiling their schemas, migrating) holds the loop by design:
-  // its lag says nothing of the load to come, and the first requests were shed for it. The
-  // measure begins once the service listens.
+  // Start-up (loading the routes, migrating) holds the loop by design: its lag says nothing of
+  // the load to come, and the first requests were shed for it. The measure begins once the
+  // service listens (a route's first request, compiling its schemas, holds it some 50 ms).
   fastify.addHook('onListen', async () => {
     delays.reset()
     lag = 0

@@ -57,7 +57,8 @@ export interface BenchDatabase {
 
 /** A fresh database on DB_HOST … when set, else on an embedded PostgreSQL of the benchmark's own. */
 export async function benchDatabase (): Promise<BenchDatabase> {
-  const embedded = process.env.DB_HOST ? undefined : new EmbeddedPostgres(path.resolve('.data', 'bench'))
+  // Room for every server of a run at once: some fifteen processes of pools of DB_POOL_MAX (10).
+  const embedded = process.env.DB_HOST ? undefined : new EmbeddedPostgres(path.resolve('.data', 'bench'), { maxConnections: 300 })
   const startedEmbedded = await embedded?.start()
   const server = embedded?.connection ?? {
     host: process.env.DB_HOST!,

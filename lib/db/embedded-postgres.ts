@@ -34,9 +34,13 @@ export class EmbeddedPostgres {
   /** Where its Unix socket is: DATA_DIR's, or where a server found running already listens. */
   socketDir: string
 
-  constructor (dataDir: string) {
+  /** Its `max_connections` when this starts it; PostgreSQL's own (100) unless told. */
+  readonly maxConnections: number | undefined
+
+  constructor (dataDir: string, { maxConnections }: { maxConnections?: number } = {}) {
     this.pgdata = path.join(dataDir, 'postgres')
     this.socketDir = socketPath(dataDir, 'sockets', '/.s.PGSQL.5432')
+    this.maxConnections = maxConnections
   }
 
   get connection (): DatabaseConfig {
@@ -69,7 +73,7 @@ export class EmbeddedPostgres {
     await run(bin.pg_ctl, [
       'start', '--wait', '--timeout=60', `--pgdata=${this.pgdata}`,
       `--log=${path.join(this.pgdata, 'server.log')}`,
-      `--options=-c listen_addresses='' -c unix_socket_directories='${this.socketDir}' -c port=5432`
+      `--options=-c listen_addresses='' -c unix_socket_directories='${this.socketDir}' -c port=5432${this.maxConnections === undefined ? '' : ` -c max_connections=${this.maxConnections}`}`
     ], { ...owner, env: { ...process.env, LC_ALL: 'C' } })
     return true
   }

@@ -9,8 +9,12 @@ import { tempDataDir } from '../../helper.js'
 
 t.test('a server found running with its sockets elsewhere (an earlier release\'s) is reused where it listens', async t => {
   const dataDir = await tempDataDir(t, 'embedded-pg-')
-  const first = new EmbeddedPostgres(dataDir)
+  const first = new EmbeddedPostgres(dataDir, { maxConnections: 150 })
   await first.start()
+  const told = new pg.Client(first.connection)
+  await told.connect()
+  t.equal((await told.query('show max_connections')).rows[0].max_connections, '150', 'started with the connections it was told')
+  await told.end()
   await first.stop()
   // Started again as an earlier release did: its socket in a folder of the temporary folder.
   const elsewhere = await mkdtemp(path.join(os.tmpdir(), 'pg-elsewhere-'))
